@@ -1,0 +1,177 @@
+# Ember: one Makefile. `make run` and `make test` are the README's contract:
+# each installs missing Debian packages (as root), builds, and does its job.
+# Quiet unless V=1. Layers: engine < query, ingest < bpf < repl.
+
+.DELETE_ON_ERROR:
+.SUFFIXES:
+.DEFAULT_GOAL := all
+
+BUILD ?= build
+PREFIX ?= /usr/local
+CC ?= cc
+CFLAGS ?= -O2 -g
+LDFLAGS ?=
+V ?= 0
+Q := $(if $(filter 1,$(V)),,@)
+
+WARN := -std=c11 -Wall -Wextra -Wshadow -Wstrict-prototypes \
+        -Wmissing-prototypes -Wformat=2 -Wvla -Wundef -Werror
+ALL_CFLAGS := $(WARN) -D_GNU_SOURCE -fPIC -fvisibility=hidden -Iinclude -I. \
+              $(CFLAGS)
+LDLIBS := -llmdb -lzstd -lroaring -lz -lpthread -lm
+TEST_LDLIBS := -lcmocka
+
+# Debian packages the build, tests, benchmarks and fuzzing need.
+DEB_PKGS := build-essential pkg-config clang liblmdb-dev libzstd-dev \
+            libroaring-dev zlib1g-dev libcmocka-dev libsqlite3-dev \
+            libclang-rt-14-dev lmdb-utils
+
+LIB_SRC := $(wildcard engine/*.c query/*.c ingest/*.c)
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+CLI_SRC := $(wildcard repl/*.c)
+CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
+TEST_COMMON := $(wildcard tests/unit/common/*.c)
+TEST_COMMON_OBJ := $(TEST_COMMON:%.c=$(BUILD)/obj/%.o)
+TEST_SRC := $(wildcard tests/unit/test_*.c)
+TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+FUZZ_SRC := $(wildcard fuzz/fuzz_*.c)
+FUZZ_REPLAY := $(FUZZ_SRC:fuzz/%.c=$(BUILD)/fuzz/replay_%)
+BENCH_SRC := $(wildcard bench/*.c)
+BENCH_LIB_SRC := $(filter bench/gen%.c,$(BENCH_SRC))
+BENCH_MAIN := $(filter-out $(BENCH_LIB_SRC),$(BENCH_SRC))
+BENCH_BIN := $(BENCH_MAIN:bench/%.c=$(BUILD)/bench/%)
+HEADERS := include/ember.h $(wildcard engine/*.h query/*.h ingest/*.h \
+           repl/*.h bench/*.h tests/unit/common/*.h)
+
+.PHONY: all lib cli tests fuzz-replay bench-bin deps run test test-core \
+        check-asan check-layers check-symbols check-example fuzz-smoke \
+        install clean bench
+
+all: lib cli tests fuzz-replay bench-bin
+
+lib: $(BUILD)/libember.a $(BUILD)/libember.so
+cli: $(BUILD)/ember
+tests: $(TEST_BIN)
+fuzz-replay: $(FUZZ_REPLAY)
+bench-bin: $(BENCH_BIN)
+
+# ---- dependencies ---------------------------------------------------------
+
+deps:
+	@missing=""; for p in $(DEB_PKGS); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' \
+	    || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  if [ "$$(id -u)" != 0 ]; then \
+	    echo "make: these Debian packages are missing and installing them needs root:$$missing" >&2; exit 1; fi; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing) >/dev/null \
+	    || { echo "make: apt-get install failed for:$$missing" >&2; exit 1; }; \
+	fi
+
+# ---- build ----------------------------------------------------------------
+
+$(BUILD)/obj/%.o: %.c $(HEADERS)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BUILD)/libember.a: $(LIB_OBJ)
+	@$(if $(Q),echo "  AR      $@")
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/libember.so: $(LIB_OBJ)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) -shared -Wl,-soname,libember.so.0 $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+$(BUILD)/ember: $(CLI_OBJ) $(BUILD)/libember.a
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) $(CLI_OBJ) $(BUILD)/libember.a $(LDLIBS) -o $@
+
+$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(TEST_COMMON_OBJ) $(BUILD)/libember.a
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) $< $(TEST_COMMON_OBJ) $(BUILD)/libember.a \
+	  $(TEST_LDLIBS) $(LDLIBS) -o $@
+
+$(BUILD)/fuzz/replay_%: $(BUILD)/obj/fuzz/%.o $(BUILD)/obj/fuzz/replay.o $(BUILD)/libember.a
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+BENCH_LIB_OBJ := $(BENCH_LIB_SRC:%.c=$(BUILD)/obj/%.o)
+$(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(BENCH_LIB_OBJ) $(BUILD)/libember.a
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) $< $(BENCH_LIB_OBJ) $(BUILD)/libember.a \
+	  $(LDLIBS) -lsqlite3 -o $@
+
+# libFuzzer builds compile the library sources with clang directly.
+FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE \
+              -Iinclude -I.
+build/fuzz/%: fuzz/%.c $(LIB_SRC) $(HEADERS)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  FUZZ    $@")
+	$(Q)clang $(FUZZ_FLAGS) $< $(LIB_SRC) $(LDLIBS) -o $@
+
+# ---- run and test ---------------------------------------------------------
+
+RUN_DB ?= $(BUILD)/demo.db
+run: deps all
+	$(Q)sh scripts/demo.sh $(BUILD) $(RUN_DB)
+
+RESULTS = $(BUILD)/results.txt
+
+# The core suite of one build tree: unit, end to end, crash, fuzz replay.
+test-core: all
+	$(Q)sh scripts/run-tests.sh $(BUILD) $(RESULTS)
+
+check-layers:
+	$(Q)sh scripts/check-layers.sh
+
+check-symbols: $(BUILD)/libember.so
+	$(Q)sh scripts/check-symbols.sh $(BUILD)/libember.so
+
+SAN := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all \
+       -fno-omit-frame-pointer
+check-asan:
+	$(Q)$(MAKE) --no-print-directory BUILD=build/asan CFLAGS='$(SAN)' \
+	  LDFLAGS='$(SAN)' test-core
+
+check-example: lib cli
+	$(Q)sh scripts/check-example.sh $(BUILD)
+
+FUZZ_BIN := $(FUZZ_SRC:fuzz/%.c=build/fuzz/%)
+fuzz-smoke: $(FUZZ_BIN)
+	$(Q)sh scripts/fuzz-smoke.sh $(FUZZ_SRC:fuzz/%.c=%)
+
+# Every stage records "pass|fail NAME" lines; the last line sums them.
+test: deps
+	$(Q)rm -f $(BUILD)/results.txt build/asan/results.txt build/fuzz/results.txt
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)sh scripts/stage.sh $(BUILD)/results.txt check-layers $(MAKE) --no-print-directory check-layers
+	$(Q)sh scripts/stage.sh $(BUILD)/results.txt check-symbols $(MAKE) --no-print-directory check-symbols
+	$(Q)sh scripts/stage.sh $(BUILD)/results.txt install-example $(MAKE) --no-print-directory check-example
+	-$(Q)$(MAKE) --no-print-directory test-core
+	-$(Q)$(MAKE) --no-print-directory check-asan
+	-$(Q)$(MAKE) --no-print-directory fuzz-smoke
+	$(Q)sh scripts/summary.sh $(BUILD)/results.txt build/asan/results.txt build/fuzz/results.txt
+
+bench: deps all
+	$(Q)sh bench/run.sh $(BUILD)
+
+# ---- install ----------------------------------------------------------------
+
+install: lib cli
+	$(Q)mkdir -p $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include \
+	  $(DESTDIR)$(PREFIX)/bin
+	$(Q)cp $(BUILD)/libember.a $(DESTDIR)$(PREFIX)/lib/
+	$(Q)cp $(BUILD)/libember.so $(DESTDIR)$(PREFIX)/lib/libember.so.0
+	$(Q)ln -sf libember.so.0 $(DESTDIR)$(PREFIX)/lib/libember.so
+	$(Q)cp include/ember.h $(DESTDIR)$(PREFIX)/include/
+	$(Q)cp $(BUILD)/ember $(DESTDIR)$(PREFIX)/bin/
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|0.1.0|' ember.pc.in \
+	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/ember.pc
+
+clean:
+	rm -rf build

@@ -1,0 +1,72 @@
+/*
+** engine/alloc.c: the one allocator of Ember, with a test hook that fails
+** the Nth call so that tests can prove every path returns EMBER_ENOMEM and
+** leaks nothing. zstd is routed here too (engine/chunk.c); LMDB and CRoaring
+** allocate on their own.
+*/
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "engine.h"
+
+static _Atomic uint64_t alloc_calls;    /* calls so far */
+static _Atomic uint64_t alloc_fail_from;/* first failing call, 0: never */
+
+void em_alloc_fail_at(uint64_t n)
+{
+    atomic_store(&alloc_fail_from, n == 0 ? 0 : atomic_load(&alloc_calls) + n);
+}
+
+uint64_t em_alloc_calls(void)
+{
+    return atomic_load(&alloc_calls);
+}
+
+/* True when the hook says this call must fail. */
+static bool alloc_should_fail(void)
+{
+    uint64_t call = atomic_fetch_add(&alloc_calls, 1) + 1;
+    uint64_t from = atomic_load(&alloc_fail_from);
+    return from != 0 && call >= from;
+}
+
+void *em_malloc(size_t n)
+{
+    if (alloc_should_fail())
+        return NULL;
+    return malloc(n == 0 ? 1 : n);
+}
+
+void *em_calloc(size_t n, size_t size)
+{
+    if (alloc_should_fail())
+        return NULL;
+    return calloc(n == 0 ? 1 : n, size == 0 ? 1 : size);
+}
+
+void *em_realloc(void *p, size_t n)
+{
+    if (alloc_should_fail())
+        return NULL;
+    return realloc(p, n == 0 ? 1 : n);
+}
+
+void em_free(void *p)
+{
+    free(p);
+}
+
+char *em_strndup(const char *s, size_t n)
+{
+    char *d = em_malloc(n + 1);
+    if (d != NULL) {
+        memcpy(d, s, n);
+        d[n] = '\0';
+    }
+    return d;
+}
+
+char *em_strdup(const char *s)
+{
+    return em_strndup(s, strlen(s));
+}

@@ -1,0 +1,190 @@
+/*
+** engine/engine.h: what the layers above (query/, ingest/, bpf/, repl/) and
+** the tests may call from the engine besides the public ember.h: allocation
+** with a failure hook, per-thread error messages, varints, byte buffers, the
+** stable content hash, and the internal engine entry points.
+**
+** Invariant: every allocation in Ember goes through em_malloc and friends so
+** that tests can fail the Nth one (SQLite's habit).
+*/
+#ifndef EM_ENGINE_H
+#define EM_ENGINE_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "ember.h"
+
+#define EM_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#define EM_UNUSED(x) ((void)(x))
+#define EM_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---- allocation (engine/alloc.c) ---------------------------------------- */
+
+void *em_malloc(size_t n);
+void *em_calloc(size_t n, size_t size);
+void *em_realloc(void *p, size_t n);
+void em_free(void *p);
+char *em_strdup(const char *s);
+char *em_strndup(const char *s, size_t n);
+
+/* Test hook: the Nth allocation from now (1 = the next) fails, and every one
+** after it until the hook is reset with 0. Counts across all threads. */
+void em_alloc_fail_at(uint64_t n);
+/* Allocations made since start (successful or not), for tests. */
+uint64_t em_alloc_calls(void);
+
+/* ---- errors (engine/error.c) -------------------------------------------- */
+
+/* Sets the calling thread's message and returns RC, so that the caller can
+** write `return em_err(EMBER_EINVAL, "label %zu: empty name", i);`. */
+int em_err(int rc, const char *fmt, ...) EM_PRINTF(2, 3);
+int em_verr(int rc, const char *fmt, va_list ap) EM_PRINTF(2, 0);
+/* Corruption, with the engine file and line that detected it appended
+** (SQLite's SQLITE_CORRUPT_BKPT), e.g. "... [engine/chunk.c:212]". */
+int em_corrupt_at(const char *file, int line, const char *fmt, ...)
+    EM_PRINTF(3, 4);
+#define EM_CORRUPT(...) em_corrupt_at(__FILE__, __LINE__, __VA_ARGS__)
+/* Prefixes the current message with "WHAT: " (keeps RC). */
+int em_err_prefix(int rc, const char *fmt, ...) EM_PRINTF(2, 3);
+const char *em_errmsg(void);
+void em_err_clear(void);
+
+/* ---- varints and zig-zag (LEB128, as protobuf) --------------------------- */
+
+#define EM_VARINT_MAX 10
+
+static inline size_t em_varint_put(uint8_t *p, uint64_t v)
+{
+    size_t n = 0;
+    while (v >= 0x80) {
+        p[n++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    p[n++] = (uint8_t)v;
+    return n;
+}
+
+/* Reads one varint at *P (not past END). Returns 0 and advances *P, or -1
+** when truncated or longer than 10 bytes or overflowing 64 bits. */
+static inline int em_varint_get(const uint8_t **p, const uint8_t *end,
+                                uint64_t *v)
+{
+    const uint8_t *q = *p;
+    uint64_t r = 0;
+    unsigned shift = 0;
+
+    while (q < end) {
+        uint8_t b = *q++;
+        if (shift == 63 && b > 1)
+            return -1;
+        r |= (uint64_t)(b & 0x7f) << shift;
+        if (b < 0x80) {
+            *p = q;
+            *v = r;
+            return 0;
+        }
+        shift += 7;
+        if (shift > 63)
+            return -1;
+    }
+    return -1;
+}
+
+static inline uint64_t em_zigzag(int64_t v)
+{
+    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+static inline int64_t em_unzigzag(uint64_t u)
+{
+    return (int64_t)((u >> 1) ^ (~(u & 1) + 1));
+}
+
+/* Wrapping arithmetic on int64 without undefined behaviour. */
+static inline int64_t em_add_wrap(int64_t a, int64_t b)
+{
+    return (int64_t)((uint64_t)a + (uint64_t)b);
+}
+
+static inline int64_t em_sub_wrap(int64_t a, int64_t b)
+{
+    return (int64_t)((uint64_t)a - (uint64_t)b);
+}
+
+/* Little-endian fixed-width stores and loads (the chunk format's). */
+static inline void em_put_le32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static inline void em_put_le64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static inline uint32_t em_get_le32(const uint8_t *p)
+{
+    uint32_t v = 0;
+    for (int i = 3; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+static inline uint64_t em_get_le64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+/* ---- growable byte buffer (engine/buf.c) --------------------------------- */
+
+typedef struct em_buf {
+    uint8_t *p;
+    size_t len, cap;
+} em_buf;
+
+int em_buf_reserve(em_buf *b, size_t extra);    /* EMBER_OK or ENOMEM */
+int em_buf_put(em_buf *b, const void *data, size_t n);
+int em_buf_varint(em_buf *b, uint64_t v);
+void em_buf_free(em_buf *b);
+
+/* ---- hashing (engine/hash.c) -------------------------------------------- */
+
+/* The stable 64-bit content hash behind every dedup index; its exact
+** definition is part of the file format (docs/file-format.md). */
+uint64_t em_hash64(const void *data, size_t n, uint64_t seed);
+
+/* ---- regular expressions (engine/regex.c) -------------------------------- */
+
+/* A compiled, fully anchored regular expression (RE2-like syntax) matched by
+** a Thompson-NFA simulation: time O(pattern * input), never backtracking. */
+typedef struct em_regex em_regex;
+
+/* Compiles PATTERN; on failure returns EMBER_EINVAL (or ENOMEM, ELIMIT) with
+** a message naming the column and what was expected. */
+int em_regex_compile(const char *pattern, em_regex **out);
+/* True when the whole of S[0..len) matches. */
+bool em_regex_match(const em_regex *re, const char *s, size_t len);
+/* The literal every match must start with (possibly ""), for index seeks. */
+const char *em_regex_prefix(const em_regex *re, size_t *len);
+/* True when the regex matches exactly one string, the prefix. */
+bool em_regex_is_literal(const em_regex *re);
+void em_regex_free(em_regex *re);
+
+/* ---- time and labels (engine/util.c) ------------------------------------- */
+
+/* Checks a label name against Prometheus rules; EMBER_OK or EINVAL. */
+int em_label_name_check(const char *name);
+/* Checks a profile type string (5 or 6 colon-separated parts, the 6th
+** "delta"); EMBER_OK or EINVAL with a message. */
+int em_profile_type_check(const char *type);
+
+#endif /* EM_ENGINE_H */

@@ -1,0 +1,362 @@
+/*
+** ember.h: the one public header of Ember, an embedded time-series database
+** for profiles (stack traces with values, over time, with labels).
+**
+** Conventions (docs/api.md says more):
+** - Every call that can fail returns an int: EMBER_OK (0), a small positive
+**   status such as EMBER_DONE, or a negative EMBER_E* code. The values are
+**   stable. ember_errmsg() gives the message of the calling thread's last
+**   failure: messages are kept per thread, not per handle, so that threads
+**   sharing one ember_db never read each other's errors.
+** - Handles are opaque. Structs passed in that will grow start with `sz`,
+**   which the caller sets to sizeof the struct (libbpf's habit); a zeroed
+**   struct with only sz set means "all defaults".
+** - Pointers returned into a result object live until that object is freed.
+**
+** Thread safety: one ember_db may be shared by any number of threads. Readers
+** (select, merge, totals, labels, snapshots) never block the writer and see a
+** consistent snapshot taken when they start. Writers are serialized; the
+** simple append calls from concurrent threads are committed together (group
+** commit). Several processes may open the same directory: LMDB's lock file
+** serializes their writers; a process that cannot get the lock file gets
+** EMBER_EBUSY or EMBER_EIO with a message, never a damaged database.
+**
+** Durability: with EMBER_SYNC_FULL (the default) an append that returned
+** EMBER_OK is on stable storage. EMBER_SYNC_INTERVAL syncs every
+** sync_interval_ms (an acknowledged append survives a crash of the process,
+** and a power loss only if older than the interval). EMBER_SYNC_NONE leaves
+** it to the OS. A failed append leaves nothing behind.
+*/
+#ifndef EMBER_H
+#define EMBER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define EMBER_API __attribute__((visibility("default")))
+#define EMBER_VERSION_STRING "0.1.0"
+
+/* Result codes. Stable: programs and the socket protocol rely on them. */
+enum {
+    EMBER_OK = 0,
+    EMBER_DONE = 1,         /* an iterator has nothing more */
+    EMBER_ENOMEM = -1,      /* an allocation failed */
+    EMBER_EIO = -2,         /* the OS or the storage failed */
+    EMBER_ECORRUPT = -3,    /* stored bytes fail a check: see the message */
+    EMBER_EINVAL = -4,      /* bad argument or malformed input */
+    EMBER_ENOTFOUND = -5,   /* no such id, series or directory */
+    EMBER_ELIMIT = -6,      /* a documented limit was exceeded */
+    EMBER_EBUSY = -7,       /* the database is locked or in use */
+    EMBER_EFORMAT = -8      /* written by an incompatible format version */
+};
+
+typedef struct ember_db ember_db;       /* one open database directory */
+
+/* "out of memory" etc.: a static string for any code, never NULL. */
+EMBER_API const char *ember_strerror(int rc);
+
+/* The calling thread's last failure message, naming what and where, e.g.
+** "chunk (series 12, t=1732170000000): checksum mismatch". Valid until the
+** thread's next Ember call. DB may be NULL. Never NULL; "" when none. */
+EMBER_API const char *ember_errmsg(const ember_db *db);
+
+/* ------------------------------------------------------------------------ */
+/* Opening a database                                                        */
+
+enum { EMBER_OPEN_RDONLY = 1u << 0,    /* no writes; the directory must exist */
+       EMBER_OPEN_NOCREATE = 1u << 1 };/* fail with ENOTFOUND if DIR is missing */
+
+enum { EMBER_SYNC_FULL = 0,            /* fsync on every commit (default) */
+       EMBER_SYNC_INTERVAL = 1,        /* fsync every sync_interval_ms */
+       EMBER_SYNC_NONE = 2 };          /* never fsync; the OS decides */
+
+typedef struct ember_open_opts {
+    size_t sz;                  /* sizeof(ember_open_opts) */
+    unsigned flags;             /* EMBER_OPEN_* */
+    int sync;                   /* EMBER_SYNC_*; 0 is FULL */
+    unsigned sync_interval_ms;  /* EMBER_SYNC_INTERVAL period; 0: 100 ms */
+    uint64_t map_size;          /* initial LMDB map in bytes; 0: 1 GiB. The
+                                ** map grows by itself when it fills. */
+    int64_t chunk_window_ms;    /* head chunks seal at this window; 0: 1 h */
+    uint32_t chunk_max_profiles;/* ... or at this many profiles; 0: 720 */
+    int zstd_level;             /* level for sealed chunks; 0: 3 */
+} ember_open_opts;
+
+/* Opens (creating unless told not to) the database directory DIR. OPTS may
+** be NULL. Unless rc is EMBER_ENOMEM, *db is set even on failure so that
+** ember_errmsg says why; always ember_close it. */
+EMBER_API int ember_open(const char *dir, const ember_open_opts *opts,
+                         ember_db **db);
+
+/* Closes DB, syncing pending writes. NULL is a no-op. No call on DB, nor on
+** any object made from it, may run or follow. */
+EMBER_API void ember_close(ember_db *db);
+
+/* Forces everything committed so far onto stable storage. */
+EMBER_API int ember_sync(ember_db *db);
+
+/* ------------------------------------------------------------------------ */
+/* The data model (docs/architecture.md). Ids are dense uint32 per table and
+** never change once committed. Id 0 of strings is "", of mappings is the
+** unknown mapping; all other tables start at 0 with real entries. */
+
+typedef struct ember_label {
+    const char *name;           /* Prometheus rules: [a-zA-Z_][a-zA-Z0-9_]* */
+    const char *value;          /* any UTF-8; "" means the label is absent */
+} ember_label;
+
+typedef struct ember_mapping {
+    uint64_t start, limit, offset;  /* memory range and file offset */
+    const char *file;           /* NULL: "" */
+    const char *build_id;       /* hex or any identity; NULL: "" */
+} ember_mapping;
+
+typedef struct ember_function {
+    const char *name;           /* human-readable name; NULL: "" */
+    const char *system_name;    /* mangled name; NULL: "" */
+    const char *file;           /* source file; NULL: "" */
+    int64_t start_line;
+} ember_function;
+
+typedef struct ember_line {
+    uint32_t function;          /* function id */
+    int64_t line;               /* 0: unknown */
+} ember_line;
+
+typedef struct ember_location {
+    uint32_t mapping;           /* mapping id, 0: unknown */
+    uint64_t address;
+    const ember_line *lines;    /* innermost inline frame first */
+    size_t nlines;
+} ember_location;
+
+typedef struct ember_sample {
+    uint32_t stack;             /* stack id */
+    int64_t value;
+} ember_sample;
+
+/* One profile: all samples of one series at one time. A stack listed twice
+** is summed. The type is "name:sample_type:sample_unit:period_type:
+** period_unit" with an optional ":delta", e.g.
+** "process_cpu:samples:count:cpu:nanoseconds:delta". */
+typedef struct ember_profile {
+    size_t sz;                  /* sizeof(ember_profile) */
+    const char *type;
+    const ember_label *labels;  /* any order; names must be distinct */
+    size_t nlabels;
+    int64_t time_ms;            /* unix milliseconds */
+    int64_t duration_ns;        /* what the profile covers; 0: unknown */
+    int64_t period;             /* sampling period in period units */
+    const ember_sample *samples;
+    size_t nsamples;
+} ember_profile;
+
+/* ------------------------------------------------------------------------ */
+/* Writing                                                                   */
+
+/* Appends one profile, durable on return (see Durability). Stacks must
+** already exist (ember_intern_stack). Concurrent callers share commits. */
+EMBER_API int ember_append(ember_db *db, const ember_profile *p);
+
+/* Appends N profiles atomically: all of them or, on failure, none. */
+EMBER_API int ember_append_batch(ember_db *db, const ember_profile *ps,
+                                 size_t n);
+
+/* An explicit write transaction, for embedders that intern their own
+** symbols. It holds the database's writer lock from begin to commit or
+** abort: keep it short. Ids it returns are final once it commits and
+** vanish if it aborts. One thread at a time may use a txn. */
+typedef struct ember_txn ember_txn;
+
+EMBER_API int ember_txn_begin(ember_db *db, ember_txn **txn);
+/* Commits and frees TXN, success or not (as mdb_txn_commit). */
+EMBER_API int ember_txn_commit(ember_txn *txn);
+/* Drops everything TXN did and frees it. NULL is a no-op. */
+EMBER_API void ember_txn_abort(ember_txn *txn);
+
+/* Interning: the same content always yields the same id. LEN bytes of S
+** (any bytes). */
+EMBER_API int ember_intern_string(ember_txn *txn, const char *s, size_t len,
+                                  uint32_t *id);
+EMBER_API int ember_intern_mapping(ember_txn *txn, const ember_mapping *m,
+                                   uint32_t *id);
+EMBER_API int ember_intern_function(ember_txn *txn, const ember_function *f,
+                                    uint32_t *id);
+EMBER_API int ember_intern_location(ember_txn *txn, const ember_location *l,
+                                    uint32_t *id);
+/* LOCS: location ids, leaf first. N may be 0 (the empty stack). */
+EMBER_API int ember_intern_stack(ember_txn *txn, const uint32_t *locs,
+                                 size_t n, uint32_t *id);
+/* Appends P inside TXN; durable when TXN commits. */
+EMBER_API int ember_txn_append(ember_txn *txn, const ember_profile *p);
+
+/* Seals every head chunk into compressed chunks now, instead of waiting for
+** its window to close. Queries see the same data either way. */
+EMBER_API int ember_seal(ember_db *db);
+
+/* ------------------------------------------------------------------------ */
+/* Selecting                                                                 */
+
+enum { EMBER_MATCH_EQ = 0,      /* name="value" */
+       EMBER_MATCH_NEQ = 1,     /* name!="value" */
+       EMBER_MATCH_RE = 2,      /* name=~"regex", fully anchored */
+       EMBER_MATCH_NRE = 3 };   /* name!~"regex" */
+
+/* PromQL semantics: a missing label has the value "", so name="" selects
+** series without the label. Regexes use the RE2-like syntax documented in
+** docs/query-language.md and run in time linear in the input. */
+typedef struct ember_matcher {
+    const char *name;
+    const char *value;
+    int op;                     /* EMBER_MATCH_* */
+} ember_matcher;
+
+typedef struct ember_selector {
+    size_t sz;                  /* sizeof(ember_selector) */
+    const char *type;           /* exact profile type; NULL: any type */
+    const ember_matcher *matchers;
+    size_t nmatchers;
+    int64_t from_ms, to_ms;     /* inclusive range; both 0: all time */
+    const char *focus;          /* regex on function names: keep only stacks
+                                ** through a matching function; NULL: all */
+} ember_selector;
+
+/* One stored sample, as ember_iter_next yields them: ordered by series,
+** then time, then stack. */
+typedef struct ember_point {
+    uint32_t series;
+    int64_t time_ms;
+    uint32_t stack;
+    int64_t value;
+} ember_point;
+
+typedef struct ember_iter ember_iter;
+
+/* Starts an iterator over every sample SEL selects, on a snapshot taken
+** now. Free it with ember_iter_free. */
+EMBER_API int ember_select(ember_db *db, const ember_selector *sel,
+                           ember_iter **it);
+/* EMBER_OK with *p filled, EMBER_DONE at the end, or an error (a corrupt
+** chunk is an error, never skipped). */
+EMBER_API int ember_iter_next(ember_iter *it, ember_point *p);
+EMBER_API void ember_iter_free(ember_iter *it);
+
+/* A merged profile: each distinct stack with its summed value, ordered by
+** stack id. Values add with two's-complement wrap-around. */
+typedef struct ember_merged ember_merged;
+
+EMBER_API int ember_merge(ember_db *db, const ember_selector *sel,
+                          ember_merged **out);
+/* Number of stacks; *stacks and *values (either may be NULL) point into M. */
+EMBER_API size_t ember_merged_samples(const ember_merged *m,
+                                      const uint32_t **stacks,
+                                      const int64_t **values);
+/* How many series and profiles the merge covered. */
+EMBER_API void ember_merged_info(const ember_merged *m, uint64_t *nseries,
+                                 uint64_t *nprofiles);
+EMBER_API void ember_merged_free(ember_merged *m);
+
+/* Per-profile totals over time (the graph above a flame graph): for each
+** selected series, each profile's time and summed value. */
+typedef struct ember_totals ember_totals;
+
+EMBER_API int ember_totals_get(ember_db *db, const ember_selector *sel,
+                               ember_totals **out);
+EMBER_API size_t ember_totals_count(const ember_totals *t);
+/* Series I of T: its id, and N points of (times[k], values[k]) by time. */
+EMBER_API void ember_totals_series(const ember_totals *t, size_t i,
+                                   uint32_t *series, const int64_t **times,
+                                   const int64_t **values, size_t *n);
+EMBER_API void ember_totals_free(ember_totals *t);
+
+/* ------------------------------------------------------------------------ */
+/* Metadata: lists of strings                                                */
+
+typedef struct ember_strlist ember_strlist;
+
+EMBER_API size_t ember_strlist_count(const ember_strlist *l);
+EMBER_API const char *ember_strlist_get(const ember_strlist *l, size_t i);
+EMBER_API void ember_strlist_free(ember_strlist *l);
+
+/* Sorted distinct label names of the series SEL selects (SEL NULL: all);
+** the range of SEL is ignored. "__type__" is not listed. */
+EMBER_API int ember_label_names(ember_db *db, const ember_selector *sel,
+                                ember_strlist **out);
+/* Sorted distinct values of label NAME among the series SEL selects. */
+EMBER_API int ember_label_values(ember_db *db, const char *name,
+                                 const ember_selector *sel,
+                                 ember_strlist **out);
+/* Sorted distinct profile types among the series SEL selects. */
+EMBER_API int ember_profile_types(ember_db *db, const ember_selector *sel,
+                                  ember_strlist **out);
+/* Series ID: its type at index 0, then name, value pairs sorted by name. */
+EMBER_API int ember_series_labels(ember_db *db, uint32_t id,
+                                  ember_strlist **out);
+
+/* ------------------------------------------------------------------------ */
+/* Snapshots: symbol lookups that see one consistent state. Every pointer a
+** snapshot returns lives until ember_snapshot_end. Snapshots are cheap but
+** hold back space reuse in the file while open: end them promptly. */
+
+typedef struct ember_snapshot ember_snapshot;
+
+EMBER_API int ember_snapshot_begin(ember_db *db, ember_snapshot **s);
+EMBER_API void ember_snapshot_end(ember_snapshot *s);   /* NULL: no-op */
+
+/* Stack ID's location ids, leaf first. */
+EMBER_API int ember_snapshot_stack(ember_snapshot *s, uint32_t id,
+                                   const uint32_t **locs, size_t *n);
+EMBER_API int ember_snapshot_location(ember_snapshot *s, uint32_t id,
+                                      ember_location *out);
+EMBER_API int ember_snapshot_function(ember_snapshot *s, uint32_t id,
+                                      ember_function *out);
+EMBER_API int ember_snapshot_mapping(ember_snapshot *s, uint32_t id,
+                                     ember_mapping *out);
+/* String ID; *len (if not NULL) gets its length. NUL-terminated. */
+EMBER_API int ember_snapshot_string(ember_snapshot *s, uint32_t id,
+                                    const char **str, size_t *len);
+
+/* ------------------------------------------------------------------------ */
+/* Statistics and verification                                               */
+
+#define EMBER_STATS_MAX_TABLES 24
+
+typedef struct ember_table_stats {
+    char name[24];              /* LMDB sub-database name */
+    uint64_t entries;
+    uint64_t bytes;             /* pages it holds, times the page size */
+} ember_table_stats;
+
+typedef struct ember_stats {
+    size_t sz;                  /* sizeof(ember_stats) */
+    uint64_t series, profiles, samples;
+    uint64_t stacks, locations, functions, mappings, strings;
+    uint64_t chunks, head_chunks;   /* sealed and still-open chunks */
+    uint64_t chunk_bytes;       /* stored chunk payload bytes */
+    uint64_t file_bytes;        /* size of the data file on disk */
+    uint64_t used_bytes;        /* pages in use, times the page size */
+    uint32_t format_version;
+    unsigned ntables;
+    ember_table_stats tables[EMBER_STATS_MAX_TABLES];
+} ember_stats;
+
+EMBER_API int ember_stats_get(ember_db *db, ember_stats *out);
+
+/* Called once per problem found, with a line naming what and where. */
+typedef void (*ember_problem_fn)(void *ctx, const char *problem);
+
+/* Walks every table and chunk, checking checksums, decodes and references.
+** Returns EMBER_OK when clean, EMBER_ECORRUPT when it found damage (each
+** problem went to FN, which may be NULL), or another error if it could not
+** finish. *nproblems (may be NULL) gets the count. */
+EMBER_API int ember_verify(ember_db *db, ember_problem_fn fn, void *ctx,
+                           uint64_t *nproblems);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* EMBER_H */

@@ -1,0 +1,23 @@
+#!/bin/sh
+# check-layers.sh: fails when a file includes a header from a layer above
+# its own. Order, lowest first: engine < query, ingest (side by side, never
+# each other) < bpf < repl. tests/, bench/, fuzz/ may include anything.
+bad=0
+check() {   # check DIR FORBIDDEN-DIR...
+    dir=$1; shift
+    for up in "$@"; do
+        hits=$(grep -nE "^[[:space:]]*#[[:space:]]*include[[:space:]]*\"$up/" \
+               "$dir"/*.c "$dir"/*.h 2>/dev/null)
+        if [ -n "$hits" ]; then
+            echo "layering: $dir/ must not include $up/:" >&2
+            echo "$hits" >&2
+            bad=1
+        fi
+    done
+}
+check engine query ingest bpf repl
+check query ingest bpf repl
+check ingest query bpf repl
+check bpf repl
+[ "$bad" = 0 ] && echo "layers: ok"
+exit $bad

@@ -1,0 +1,22 @@
+#!/bin/sh
+# fuzz-smoke.sh TARGET...: a short libFuzzer run of each harness over its
+# committed corpus (new inputs go to a scratch directory, not the corpus).
+# Records pass/fail in build/fuzz/results.txt.
+secs=${FUZZ_SECONDS:-20}
+mkdir -p build/fuzz
+for t in "$@"; do
+    scratch=$(mktemp -d)
+    log=build/fuzz/$t.log
+    if build/fuzz/"$t" -max_total_time="$secs" -rss_limit_mb=2048 \
+        -timeout=10 -artifact_prefix=build/fuzz/"$t"- \
+        "$scratch" fuzz/corpus/"$t" > "$log" 2>&1; then
+        echo "pass fuzz.$t" >> build/fuzz/results.txt
+        echo "fuzz $t: $(grep -oE 'stat::number_of_executed_units: [0-9]+|#[0-9]+ *DONE.*' "$log" | tail -n 1)"
+    else
+        echo "fail fuzz.$t" >> build/fuzz/results.txt
+        echo "--- fuzz $t failed, log $log:" >&2
+        tail -n 40 "$log" >&2
+    fi
+    rm -rf "$scratch"
+done
+exit 0
