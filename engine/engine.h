@@ -48,7 +48,8 @@ int em_verr(int rc, const char *fmt, va_list ap) EM_PRINTF(2, 0);
 int em_corrupt_at(const char *file, int line, const char *fmt, ...)
     EM_PRINTF(3, 4);
 #define EM_CORRUPT(...) em_corrupt_at(__FILE__, __LINE__, __VA_ARGS__)
-/* Prefixes the current message with "WHAT: " (keeps RC). */
+/* Prefixes the current message with "WHAT: " and returns RC; no-op when
+** RC is EMBER_OK. */
 int em_err_prefix(int rc, const char *fmt, ...) EM_PRINTF(2, 3);
 const char *em_errmsg(void);
 void em_err_clear(void);

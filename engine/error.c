@@ -45,6 +45,8 @@ int em_err_prefix(int rc, const char *fmt, ...)
     va_list ap;
     size_t n;
 
+    if (rc == EMBER_OK)
+        return rc;
     memcpy(old, tls_msg, sizeof old);
     va_start(ap, fmt);
     vsnprintf(tls_msg, sizeof tls_msg, fmt, ap);

@@ -1,0 +1,564 @@
+/*
+** engine/db.c: opening and closing a database directory, the LMDB
+** environment and its sub-databases, read and write transactions, growing
+** the map, the format version check, and the interval syncer.
+**
+** Invariants: every LMDB txn of this process is taken under resize_lock
+** shared, so that em_map_grow (exclusive) runs with none active, as
+** mdb_env_set_mapsize requires. A write txn is begun only by the holder of
+** db->wlock; LMDB's own lock serializes writers across processes.
+*/
+#include <errno.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "engine/store.h"
+
+#define EM_DEFAULT_MAP (1ull << 30)
+#define EM_MAP_HEADROOM (64ull << 20)   /* grow when less than this is free */
+#define EM_GROW_WAIT_S 30
+
+const char *const em_dbi_names[EM_D_COUNT] = {
+    "str", "map", "fn", "loc", "stk", "ser",
+    "strh", "maph", "fnh", "loch", "stkh", "serh",
+    "meta", "post", "fpost", "chunk", "head",
+};
+
+const char *const em_table_names[EM_T_COUNT] = {
+    "string", "mapping", "function", "location", "stack", "series",
+};
+
+int em_lmdb(int mrc, const char *what)
+{
+    switch (mrc) {
+    case MDB_SUCCESS:
+        return EMBER_OK;
+    case ENOMEM:
+        return em_err(EMBER_ENOMEM, "%s: out of memory", what);
+    case MDB_CORRUPTED:
+    case MDB_PAGE_NOTFOUND:
+    case MDB_INVALID:
+    case MDB_BAD_DBI:
+        return EM_CORRUPT("%s: %s", what, mdb_strerror(mrc));
+    case MDB_VERSION_MISMATCH:
+        return em_err(EMBER_EFORMAT, "%s: %s", what, mdb_strerror(mrc));
+    case MDB_NOTFOUND:
+        return em_err(EMBER_ENOTFOUND, "%s: not found", what);
+    case MDB_MAP_FULL:
+        return em_err(EM_EMAPFULL, "%s: the map is full", what);
+    case MDB_TXN_FULL:
+    case MDB_READERS_FULL:
+    case MDB_DBS_FULL:
+        return em_err(EMBER_ELIMIT, "%s: %s", what, mdb_strerror(mrc));
+    case EAGAIN:
+    case EBUSY:
+        return em_err(EMBER_EBUSY, "%s: %s", what, mdb_strerror(mrc));
+    default:
+        return em_err(EMBER_EIO, "%s: %s", what, mdb_strerror(mrc));
+    }
+}
+
+/* ---- transactions --------------------------------------------------------- */
+
+/* Begins an LMDB txn, adopting a map another process grew (MAP_RESIZED). */
+static int txn_begin_raw(ember_db *db, MDB_txn *parent, unsigned flags,
+                         MDB_txn **txn)
+{
+    int mrc = mdb_txn_begin(db->env, parent, flags, txn);
+    if (mrc == MDB_MAP_RESIZED) {
+        /* Only safe with no txn active here: drop our share, adopt, retry. */
+        pthread_rwlock_unlock(&db->resize_lock);
+        pthread_rwlock_wrlock(&db->resize_lock);
+        mrc = mdb_env_set_mapsize(db->env, 0);
+        pthread_rwlock_unlock(&db->resize_lock);
+        pthread_rwlock_rdlock(&db->resize_lock);
+        if (mrc == MDB_SUCCESS)
+            mrc = mdb_txn_begin(db->env, parent, flags, txn);
+    }
+    return em_lmdb(mrc, "begin transaction");
+}
+
+static int table_sizes(MDB_txn *txn, ember_db *db, uint32_t next[EM_T_COUNT]);
+
+int em_rtxn_begin(ember_db *db, em_rtxn *r)
+{
+    int rc;
+
+    memset(r, 0, sizeof *r);
+    r->db = db;
+    pthread_rwlock_rdlock(&db->resize_lock);
+    rc = txn_begin_raw(db, NULL, MDB_RDONLY, &r->txn);
+    if (rc == EMBER_OK)
+        rc = table_sizes(r->txn, db, r->next);
+    if (rc == EMBER_OK)
+        rc = em_meta_get_u64(r->txn, db, "max_span", &r->max_span);
+    if (rc == EMBER_OK)
+        rc = em_codec_new(&r->codec);
+    if (rc != EMBER_OK)
+        em_rtxn_end(r);
+    return rc;
+}
+
+void em_rtxn_end(em_rtxn *r)
+{
+    if (r->db == NULL)
+        return;
+    if (r->txn != NULL) {
+        mdb_txn_abort(r->txn);
+        r->txn = NULL;
+    }
+    pthread_rwlock_unlock(&r->db->resize_lock);
+    em_codec_free(r->codec);
+    r->codec = NULL;
+    r->db = NULL;
+}
+
+/* True when less than the headroom is left in the map. */
+static bool map_nearly_full(ember_db *db)
+{
+    MDB_envinfo info;
+    MDB_stat st;
+    uint64_t used;
+
+    if (mdb_env_info(db->env, &info) != 0 || mdb_env_stat(db->env, &st) != 0)
+        return false;
+    used = (uint64_t)(info.me_last_pgno + 1) * st.ms_psize;
+    return used + EM_MAP_HEADROOM > info.me_mapsize ||
+           used > info.me_mapsize / 2;
+}
+
+int em_map_grow(ember_db *db)
+{
+    struct timespec until;
+    MDB_envinfo info;
+    int mrc;
+
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += EM_GROW_WAIT_S;
+    if (pthread_rwlock_timedwrlock(&db->resize_lock, &until) != 0)
+        return em_err(EMBER_EBUSY, "growing the map: readers of this "
+                      "process kept transactions open for %d s",
+                      EM_GROW_WAIT_S);
+    mrc = mdb_env_info(db->env, &info);
+    if (mrc == MDB_SUCCESS)
+        mrc = mdb_env_set_mapsize(db->env, (size_t)info.me_mapsize * 2);
+    pthread_rwlock_unlock(&db->resize_lock);
+    return em_lmdb(mrc, "growing the map");
+}
+
+int em_wtxn_begin(ember_db *db, em_wtxn *w)
+{
+    int rc;
+
+    memset(w, 0, sizeof *w);
+    w->db = db;
+    if (db->rdonly)
+        return em_err(EMBER_EINVAL, "%s: opened read-only", db->dir);
+    if (map_nearly_full(db) && (rc = em_map_grow(db)) != EMBER_OK)
+        return rc;
+    pthread_rwlock_rdlock(&db->resize_lock);
+    rc = txn_begin_raw(db, NULL, 0, &w->txn);
+    if (rc == EMBER_OK)
+        rc = em_counters_load(w->txn, db, &w->c);
+    if (rc != EMBER_OK) {
+        em_wtxn_abort(w);
+        return rc;
+    }
+    return EMBER_OK;
+}
+
+static void wtxn_release(em_wtxn *w)
+{
+    if (w->db == NULL)
+        return;
+    pthread_rwlock_unlock(&w->db->resize_lock);
+    em_staged_free(&w->post);
+    em_staged_free(&w->fpost);
+    em_buf_free(&w->rec);
+    em_buf_free(&w->chunk);
+    w->db = NULL;
+}
+
+int em_wtxn_commit(em_wtxn *w)
+{
+    int rc = em_staged_flush(w, &w->post, w->db->dbi[EM_D_POST]);
+
+    if (rc == EMBER_OK)
+        rc = em_staged_flush(w, &w->fpost, w->db->dbi[EM_D_FPOST]);
+    if (rc == EMBER_OK)
+        rc = em_counters_store(w);
+    if (rc == EMBER_OK) {
+        rc = em_lmdb(mdb_txn_commit(w->txn), "commit");
+        w->txn = NULL;          /* commit frees the txn, success or not */
+    }
+    if (w->txn != NULL) {
+        mdb_txn_abort(w->txn);
+        w->txn = NULL;
+    }
+    wtxn_release(w);
+    return rc;
+}
+
+void em_wtxn_abort(em_wtxn *w)
+{
+    if (w->txn != NULL) {
+        mdb_txn_abort(w->txn);
+        w->txn = NULL;
+    }
+    wtxn_release(w);
+}
+
+/* ---- meta ------------------------------------------------------------------- */
+
+int em_meta_get_u64(MDB_txn *txn, ember_db *db, const char *key, uint64_t *v)
+{
+    MDB_val k = { strlen(key), (void *)key }, d;
+    int mrc = mdb_get(txn, db->dbi[EM_D_META], &k, &d);
+
+    *v = 0;
+    if (mrc == MDB_NOTFOUND)
+        return EMBER_OK;
+    if (mrc != MDB_SUCCESS)
+        return em_lmdb(mrc, "meta");
+    if (d.mv_size != sizeof *v)
+        return EM_CORRUPT("meta \"%s\": %zu bytes, expected 8", key,
+                          d.mv_size);
+    memcpy(v, d.mv_data, sizeof *v);
+    return EMBER_OK;
+}
+
+int em_meta_put_u64(MDB_txn *txn, ember_db *db, const char *key, uint64_t v)
+{
+    MDB_val k = { strlen(key), (void *)key }, d = { sizeof v, &v };
+    return em_lmdb(mdb_put(txn, db->dbi[EM_D_META], &k, &d, 0), "meta put");
+}
+
+/* Number of records of each interned table: one past the last id. */
+static int table_sizes(MDB_txn *txn, ember_db *db, uint32_t next[EM_T_COUNT])
+{
+    for (int t = 0; t < EM_T_COUNT; t++) {
+        MDB_cursor *cur;
+        MDB_val k, d;
+        int mrc = mdb_cursor_open(txn, db->dbi[t], &cur);
+        if (mrc != MDB_SUCCESS)
+            return em_lmdb(mrc, "table size");
+        mrc = mdb_cursor_get(cur, &k, &d, MDB_LAST);
+        mdb_cursor_close(cur);
+        if (mrc == MDB_NOTFOUND) {
+            next[t] = 0;
+            continue;
+        }
+        if (mrc != MDB_SUCCESS)
+            return em_lmdb(mrc, em_table_names[t]);
+        if (k.mv_size != sizeof(uint32_t))
+            return EM_CORRUPT("%s table: key of %zu bytes", em_table_names[t],
+                              k.mv_size);
+        memcpy(&next[t], k.mv_data, sizeof next[t]);
+        if (next[t] == UINT32_MAX)
+            return em_err(EMBER_ELIMIT, "%s table is full",
+                          em_table_names[t]);
+        next[t]++;
+    }
+    return EMBER_OK;
+}
+
+int em_counters_load(MDB_txn *txn, ember_db *db, em_counters *c)
+{
+    uint64_t seq = 0;
+    int rc;
+
+    memset(c, 0, sizeof *c);
+    rc = table_sizes(txn, db, c->next);
+    if (rc == EMBER_OK)
+        rc = em_meta_get_u64(txn, db, "profiles", &c->profiles);
+    if (rc == EMBER_OK)
+        rc = em_meta_get_u64(txn, db, "samples", &c->samples);
+    if (rc == EMBER_OK)
+        rc = em_meta_get_u64(txn, db, "chunk_bytes", &c->chunk_bytes);
+    if (rc == EMBER_OK)
+        rc = em_meta_get_u64(txn, db, "max_span", &c->max_span);
+    if (rc == EMBER_OK)
+        rc = em_meta_get_u64(txn, db, "chunk_seq", &seq);
+    c->chunk_seq = (uint32_t)seq;
+    return rc;
+}
+
+int em_counters_store(em_wtxn *w)
+{
+    MDB_txn *t = w->txn;
+    ember_db *db = w->db;
+    int rc = em_meta_put_u64(t, db, "profiles", w->c.profiles);
+
+    if (rc == EMBER_OK)
+        rc = em_meta_put_u64(t, db, "samples", w->c.samples);
+    if (rc == EMBER_OK)
+        rc = em_meta_put_u64(t, db, "chunk_bytes", w->c.chunk_bytes);
+    if (rc == EMBER_OK)
+        rc = em_meta_put_u64(t, db, "max_span", w->c.max_span);
+    if (rc == EMBER_OK)
+        rc = em_meta_put_u64(t, db, "chunk_seq", w->c.chunk_seq);
+    return rc;
+}
+
+/* ---- open and close ----------------------------------------------------------- */
+
+static void opts_defaults(ember_db *db, const ember_open_opts *in)
+{
+    ember_open_opts *o = &db->opts;
+
+    memset(o, 0, sizeof *o);
+    if (in != NULL)
+        memcpy(o, in, in->sz < sizeof *o ? in->sz : sizeof *o);
+    o->sz = sizeof *o;
+    if (o->sync_interval_ms == 0)
+        o->sync_interval_ms = 100;
+    if (o->map_size == 0)
+        o->map_size = EM_DEFAULT_MAP;
+    if (o->chunk_window_ms <= 0)
+        o->chunk_window_ms = 3600 * 1000;
+    if (o->chunk_max_profiles == 0)
+        o->chunk_max_profiles = 720;
+    if (o->zstd_level == 0)
+        o->zstd_level = 3;
+}
+
+/* Creates DIR unless it exists or the options forbid it. */
+static int dir_prepare(ember_db *db, const char *dir)
+{
+    struct stat st;
+
+    if (stat(dir, &st) == 0)
+        return S_ISDIR(st.st_mode) ? EMBER_OK
+               : em_err(EMBER_EINVAL, "%s: not a directory", dir);
+    if (errno != ENOENT)
+        return em_err(EMBER_EIO, "%s: %s", dir, strerror(errno));
+    if (db->rdonly || (db->opts.flags & EMBER_OPEN_NOCREATE))
+        return em_err(EMBER_ENOTFOUND, "%s: no such database directory", dir);
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+        return em_err(EMBER_EIO, "%s: cannot create: %s", dir,
+                      strerror(errno));
+    return EMBER_OK;
+}
+
+static int env_open(ember_db *db)
+{
+    unsigned flags = MDB_NOTLS | MDB_NORDAHEAD;
+    int mrc;
+
+    if (db->rdonly)
+        flags |= MDB_RDONLY;
+    if (db->opts.sync != EMBER_SYNC_FULL)
+        flags |= MDB_NOSYNC;
+    mrc = mdb_env_create(&db->env);
+    if (mrc == MDB_SUCCESS)
+        mrc = mdb_env_set_maxdbs(db->env, EM_D_COUNT + 4);
+    if (mrc == MDB_SUCCESS)
+        mrc = mdb_env_set_maxreaders(db->env, 1024);
+    if (mrc == MDB_SUCCESS)
+        mrc = mdb_env_set_mapsize(db->env, (size_t)db->opts.map_size);
+    if (mrc == MDB_SUCCESS)
+        mrc = mdb_env_open(db->env, db->dir, flags, 0600);
+    if (mrc == EACCES || mrc == EAGAIN || mrc == EBUSY)
+        return em_err(EMBER_EBUSY, "%s: cannot lock: %s", db->dir,
+                      mdb_strerror(mrc));
+    if (mrc != MDB_SUCCESS)
+        return em_err_prefix(em_lmdb(mrc, "open"), "%s", db->dir);
+    return EMBER_OK;
+}
+
+static unsigned dbi_flags(int d)
+{
+    if (d < EM_T_COUNT)
+        return MDB_INTEGERKEY;
+    if (d < 2 * EM_T_COUNT)
+        return MDB_INTEGERKEY | MDB_DUPSORT | MDB_DUPFIXED | MDB_INTEGERDUP;
+    if (d == EM_D_FPOST || d == EM_D_HEAD)
+        return MDB_INTEGERKEY;
+    return 0;
+}
+
+/* Writes the empty string and the unknown mapping so ids 0 mean them. */
+static int db_init_content(em_wtxn *w)
+{
+    uint8_t rec[8];
+    uint32_t id;
+    size_t n = 0;
+    int rc = em_intern_str(w, "", 0, &id);
+
+    for (int i = 0; i < 5; i++)
+        n += em_varint_put(rec + n, 0);
+    if (rc == EMBER_OK)
+        rc = em_table_intern(w, EM_T_MAPPING, rec, n, &id, NULL);
+    if (rc == EMBER_OK)
+        rc = em_meta_put_u64(w->txn, w->db, "format", EM_FORMAT_VERSION);
+    return rc;
+}
+
+/* Opens every sub-database; a new database gets its format and content. */
+static int dbis_open(ember_db *db)
+{
+    MDB_txn *txn = NULL;
+    uint64_t fmt = 0;
+    int rc;
+
+    rc = em_lmdb(mdb_txn_begin(db->env, NULL, db->rdonly ? MDB_RDONLY : 0,
+                               &txn), "open: begin");
+    for (int d = 0; rc == EMBER_OK && d < EM_D_COUNT; d++) {
+        unsigned f = dbi_flags(d) | (db->rdonly ? 0 : MDB_CREATE);
+        int mrc = mdb_dbi_open(txn, em_dbi_names[d], f, &db->dbi[d]);
+        if (mrc == MDB_NOTFOUND)
+            rc = em_err(EMBER_EFORMAT, "%s: not an Ember database (no "
+                        "\"%s\" table)", db->dir, em_dbi_names[d]);
+        else
+            rc = em_lmdb(mrc, em_dbi_names[d]);
+    }
+    if (rc == EMBER_OK)
+        rc = em_meta_get_u64(txn, db, "format", &fmt);
+    if (rc == EMBER_OK && fmt == 0 && db->rdonly)
+        rc = em_err(EMBER_EFORMAT, "%s: not an Ember database", db->dir);
+    if (rc == EMBER_OK && fmt != 0 && fmt != EM_FORMAT_VERSION)
+        rc = em_err(EMBER_EFORMAT, "%s: format version %llu, this Ember "
+                    "reads version %u", db->dir, (unsigned long long)fmt,
+                    EM_FORMAT_VERSION);
+    if (rc == EMBER_OK)
+        rc = em_lmdb(mdb_txn_commit(txn), "open: commit");
+    else
+        mdb_txn_abort(txn);
+    return rc == EMBER_OK && fmt == 0 ? 1 : rc;    /* 1: needs content */
+}
+
+static int db_init(ember_db *db)
+{
+    em_wtxn w;
+    int rc = em_wtxn_begin(db, &w);
+
+    while (rc == EMBER_OK) {
+        uint64_t fmt;
+        rc = em_meta_get_u64(w.txn, db, "format", &fmt);
+        if (rc == EMBER_OK && fmt == 0)   /* another process may have won */
+            rc = db_init_content(&w);
+        if (rc == EMBER_OK)
+            rc = em_wtxn_commit(&w);
+        else
+            em_wtxn_abort(&w);
+        if (rc != EM_EMAPFULL)
+            break;
+        rc = em_map_grow(db);
+        if (rc == EMBER_OK)
+            rc = em_wtxn_begin(db, &w);
+    }
+    return rc;
+}
+
+static void *syncer_main(void *arg)
+{
+    ember_db *db = arg;
+    struct timespec until;
+
+    pthread_mutex_lock(&db->smu);
+    while (!db->stopping) {
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += (long)(db->opts.sync_interval_ms % 1000) * 1000000;
+        until.tv_sec += db->opts.sync_interval_ms / 1000 +
+                        until.tv_nsec / 1000000000;
+        until.tv_nsec %= 1000000000;
+        pthread_cond_timedwait(&db->scond, &db->smu, &until);
+        pthread_mutex_unlock(&db->smu);
+        mdb_env_sync(db->env, 1);
+        pthread_mutex_lock(&db->smu);
+    }
+    pthread_mutex_unlock(&db->smu);
+    return NULL;
+}
+
+static int db_new(const char *dir, const ember_open_opts *opts,
+                  ember_db **out)
+{
+    ember_db *db = em_calloc(1, sizeof *db);
+
+    *out = db;
+    if (db == NULL)
+        return em_err(EMBER_ENOMEM, "open: handle");
+    opts_defaults(db, opts);
+    db->rdonly = (db->opts.flags & EMBER_OPEN_RDONLY) != 0;
+    pthread_rwlock_init(&db->resize_lock, NULL);
+    pthread_mutex_init(&db->wlock, NULL);
+    pthread_mutex_init(&db->qmu, NULL);
+    pthread_cond_init(&db->qcond, NULL);
+    pthread_mutex_init(&db->smu, NULL);
+    pthread_cond_init(&db->scond, NULL);
+    db->dir = em_strdup(dir);
+    if (db->dir == NULL)
+        return em_err(EMBER_ENOMEM, "open: directory name");
+    return EMBER_OK;
+}
+
+EMBER_API int ember_open(const char *dir, const ember_open_opts *opts,
+                         ember_db **out)
+{
+    ember_db *db;
+    int rc;
+
+    em_err_clear();
+    if (dir == NULL || out == NULL)
+        return em_err(EMBER_EINVAL, "ember_open: NULL argument");
+    rc = db_new(dir, opts, &db);
+    *out = db;
+    if (rc == EMBER_OK)
+        rc = dir_prepare(db, dir);
+    if (rc == EMBER_OK)
+        rc = env_open(db);
+    if (rc == EMBER_OK)
+        rc = dbis_open(db);
+    if (rc == 1)
+        rc = db_init(db);
+    if (rc == EMBER_OK && !db->rdonly)
+        rc = em_codec_new(&db->wcodec);
+    if (rc == EMBER_OK && !db->rdonly &&
+        db->opts.sync == EMBER_SYNC_INTERVAL) {
+        if (pthread_create(&db->syncer, NULL, syncer_main, db) != 0)
+            rc = em_err(EMBER_EIO, "open: cannot start the syncer thread");
+        else
+            db->syncer_running = true;
+    }
+    return rc;
+}
+
+EMBER_API void ember_close(ember_db *db)
+{
+    if (db == NULL)
+        return;
+    if (db->syncer_running) {
+        pthread_mutex_lock(&db->smu);
+        db->stopping = true;
+        pthread_cond_signal(&db->scond);
+        pthread_mutex_unlock(&db->smu);
+        pthread_join(db->syncer, NULL);
+    }
+    if (db->env != NULL) {
+        if (!db->rdonly)
+            mdb_env_sync(db->env, 1);
+        mdb_env_close(db->env);
+    }
+    em_codec_free(db->wcodec);
+    pthread_rwlock_destroy(&db->resize_lock);
+    pthread_mutex_destroy(&db->wlock);
+    pthread_mutex_destroy(&db->qmu);
+    pthread_cond_destroy(&db->qcond);
+    pthread_mutex_destroy(&db->smu);
+    pthread_cond_destroy(&db->scond);
+    em_free(db->dir);
+    em_free(db);
+}
+
+EMBER_API int ember_sync(ember_db *db)
+{
+    em_err_clear();
+    if (db == NULL)
+        return em_err(EMBER_EINVAL, "ember_sync: NULL database");
+    if (db->rdonly)
+        return EMBER_OK;
+    return em_err_prefix(em_lmdb(mdb_env_sync(db->env, 1), "sync"), "%s",
+                         db->dir);
+}

@@ -1,0 +1,422 @@
+/*
+** engine/meta.c: metadata questions (label names, label values, profile
+** types, a series' labels) answered from the postings, and snapshots: symbol
+** lookups on one read txn, decoding records into an arena that lives as long
+** as the snapshot so returned pointers stay valid until it ends.
+*/
+#include "engine/store.h"
+
+/* ---- string lists ------------------------------------------------------------- */
+
+struct ember_strlist {
+    char **v;
+    size_t n, cap;
+};
+
+static int strlist_add(ember_strlist *l, const char *s, size_t len)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        char **v = em_realloc(l->v, cap * sizeof *v);
+        if (v == NULL)
+            return em_err(EMBER_ENOMEM, "string list of %zu", cap);
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n] = em_strndup(s, len);
+    if (l->v[l->n] == NULL)
+        return em_err(EMBER_ENOMEM, "string list entry");
+    l->n++;
+    return EMBER_OK;
+}
+
+EMBER_API size_t ember_strlist_count(const ember_strlist *l)
+{
+    return l != NULL ? l->n : 0;
+}
+
+EMBER_API const char *ember_strlist_get(const ember_strlist *l, size_t i)
+{
+    return l != NULL && i < l->n ? l->v[i] : NULL;
+}
+
+EMBER_API void ember_strlist_free(ember_strlist *l)
+{
+    if (l == NULL)
+        return;
+    for (size_t i = 0; i < l->n; i++)
+        em_free(l->v[i]);
+    em_free(l->v);
+    em_free(l);
+}
+
+/* ---- label names and values ---------------------------------------------------- */
+
+/* A metadata question: the snapshot, the series in scope (NULL: all). */
+typedef struct meta_q {
+    em_rtxn r;
+    roaring_bitmap_t *scope;
+    ember_strlist *out;
+} meta_q;
+
+static int meta_begin(ember_db *db, const ember_selector *sel, meta_q *m)
+{
+    int rc;
+
+    memset(m, 0, sizeof *m);
+    em_err_clear();
+    if (db == NULL)
+        return em_err(EMBER_EINVAL, "NULL database");
+    if (sel != NULL && sel->sz < sizeof *sel)
+        return em_err(EMBER_EINVAL, "selector: sz is not "
+                      "sizeof(ember_selector)");
+    m->out = em_calloc(1, sizeof *m->out);
+    if (m->out == NULL)
+        return em_err(EMBER_ENOMEM, "string list");
+    rc = em_rtxn_begin(db, &m->r);
+    if (rc == EMBER_OK && sel != NULL)
+        rc = em_select_series(&m->r, sel, &m->scope);
+    return rc;
+}
+
+static int meta_end(meta_q *m, int rc, ember_strlist **out)
+{
+    if (m->scope != NULL)
+        roaring_bitmap_free(m->scope);
+    em_rtxn_end(&m->r);
+    if (rc != EMBER_OK) {
+        ember_strlist_free(m->out);
+        m->out = NULL;
+    }
+    *out = m->out;
+    return rc;
+}
+
+/* True when the posting bitmap BM (stored bytes) meets the scope. */
+static int in_scope(const meta_q *m, const MDB_val *bm, bool *yes)
+{
+    roaring_bitmap_t *b;
+
+    *yes = true;
+    if (m->scope == NULL)
+        return EMBER_OK;
+    b = roaring_bitmap_portable_deserialize_safe(bm->mv_data, bm->mv_size);
+    if (b == NULL)
+        return EM_CORRUPT("postings bitmap of %zu bytes does not decode",
+                          bm->mv_size);
+    *yes = roaring_bitmap_intersect(b, m->scope);
+    roaring_bitmap_free(b);
+    return EMBER_OK;
+}
+
+/* Walks the postings from key START (NAME\0 prefix when NAME is set). */
+static int postings_walk(meta_q *m, const char *name, bool names_only)
+{
+    MDB_cursor *cur;
+    MDB_val k = { 0, (void *)"" }, d;
+    size_t nlen = name ? strlen(name) + 1 : 0;
+    char last[256] = "";
+    int rc = EMBER_OK;
+    int mrc = mdb_cursor_open(m->r.txn, m->r.db->dbi[EM_D_POST], &cur);
+
+    if (mrc != MDB_SUCCESS)
+        return em_lmdb(mrc, "postings cursor");
+    k.mv_size = nlen;
+    k.mv_data = (void *)(name ? name : "");
+    mrc = mdb_cursor_get(cur, &k, &d, nlen ? MDB_SET_RANGE : MDB_FIRST);
+    for (; mrc == MDB_SUCCESS && rc == EMBER_OK;
+         mrc = mdb_cursor_get(cur, &k, &d, MDB_NEXT)) {
+        const char *key = k.mv_data;
+        size_t klen = strnlen(key, k.mv_size);
+        bool yes;
+        if (klen == k.mv_size || klen >= sizeof last) {
+            rc = EM_CORRUPT("postings key without a name");
+            break;
+        }
+        if (nlen && (klen + 1 != nlen || memcmp(key, name, klen)))
+            break;
+        if (names_only && (strcmp(last, key) == 0 ||
+                           strcmp(key, EM_TYPE_LABEL) == 0))
+            continue;
+        rc = in_scope(m, &d, &yes);
+        if (rc != EMBER_OK || !yes)
+            continue;
+        if (names_only) {
+            memcpy(last, key, klen + 1);
+            rc = strlist_add(m->out, key, klen);
+        } else {
+            rc = strlist_add(m->out, key + klen + 1, k.mv_size - klen - 1);
+        }
+    }
+    mdb_cursor_close(cur);
+    if (rc == EMBER_OK && mrc != MDB_SUCCESS && mrc != MDB_NOTFOUND)
+        rc = em_lmdb(mrc, "postings walk");
+    return rc;
+}
+
+EMBER_API int ember_label_names(ember_db *db, const ember_selector *sel,
+                                ember_strlist **out)
+{
+    meta_q m;
+    int rc;
+
+    if (out == NULL)
+        return em_err(EMBER_EINVAL, "ember_label_names: NULL result");
+    rc = meta_begin(db, sel, &m);
+    if (rc == EMBER_OK)
+        rc = postings_walk(&m, NULL, true);
+    return meta_end(&m, rc, out);
+}
+
+EMBER_API int ember_label_values(ember_db *db, const char *name,
+                                 const ember_selector *sel,
+                                 ember_strlist **out)
+{
+    meta_q m;
+    int rc;
+
+    if (out == NULL || name == NULL)
+        return em_err(EMBER_EINVAL, "ember_label_values: NULL argument");
+    rc = meta_begin(db, sel, &m);
+    if (rc == EMBER_OK && strcmp(name, EM_TYPE_LABEL) != 0)
+        rc = em_label_name_check(name);
+    if (rc == EMBER_OK)
+        rc = postings_walk(&m, name, false);
+    return meta_end(&m, rc, out);
+}
+
+EMBER_API int ember_profile_types(ember_db *db, const ember_selector *sel,
+                                  ember_strlist **out)
+{
+    return ember_label_values(db, EM_TYPE_LABEL, sel, out);
+}
+
+static int series_strings(meta_q *m, const em_series_rec *s)
+{
+    int rc = EMBER_OK;
+
+    for (uint32_t i = 0; i <= 2 * s->nlabels && rc == EMBER_OK; i++) {
+        uint32_t id = i == 0 ? s->type
+                      : (i % 2 ? s->names[i / 2] : s->values[i / 2 - 1]);
+        const uint8_t *str;
+        size_t len;
+        rc = em_table_get(m->r.txn, m->r.db, EM_T_STRING, id, &str, &len);
+        if (rc == EMBER_ENOTFOUND)
+            rc = EM_CORRUPT("series names missing string %u", id);
+        if (rc == EMBER_OK)
+            rc = strlist_add(m->out, (const char *)str, len);
+    }
+    return rc;
+}
+
+EMBER_API int ember_series_labels(ember_db *db, uint32_t id,
+                                  ember_strlist **out)
+{
+    em_series_rec s;
+    const uint8_t *rec;
+    size_t len;
+    meta_q m;
+    int rc;
+
+    if (out == NULL)
+        return em_err(EMBER_EINVAL, "ember_series_labels: NULL result");
+    rc = meta_begin(db, NULL, &m);
+    if (rc == EMBER_OK)
+        rc = em_table_get(m.r.txn, db, EM_T_SERIES, id, &rec, &len);
+    if (rc == EMBER_OK)
+        rc = em_series_decode(rec, len, &s);
+    if (rc == EMBER_OK)
+        rc = series_strings(&m, &s);
+    return meta_end(&m, rc, out);
+}
+
+/* ---- snapshots --------------------------------------------------------------------- */
+
+typedef struct arena_block {
+    struct arena_block *next;
+    size_t used, cap;
+    max_align_t data[];
+} arena_block;
+
+struct ember_snapshot {
+    em_rtxn r;
+    arena_block *blocks;
+};
+
+/* Bump allocation that lives until the snapshot ends. */
+static void *arena_alloc(ember_snapshot *s, size_t n)
+{
+    arena_block *b = s->blocks;
+    size_t need = (n + sizeof(max_align_t) - 1) & ~(sizeof(max_align_t) - 1);
+
+    if (b == NULL || b->cap - b->used < need) {
+        size_t cap = need > 65536 ? need : 65536;
+        b = em_malloc(sizeof *b + cap);
+        if (b == NULL)
+            return NULL;
+        b->cap = cap;
+        b->used = 0;
+        b->next = s->blocks;
+        s->blocks = b;
+    }
+    b->used += need;
+    return (char *)b->data + b->used - need;
+}
+
+EMBER_API int ember_snapshot_begin(ember_db *db, ember_snapshot **out)
+{
+    ember_snapshot *s;
+    int rc;
+
+    em_err_clear();
+    if (db == NULL || out == NULL)
+        return em_err(EMBER_EINVAL, "ember_snapshot_begin: NULL argument");
+    *out = NULL;
+    s = em_calloc(1, sizeof *s);
+    if (s == NULL)
+        return em_err(EMBER_ENOMEM, "snapshot");
+    rc = em_rtxn_begin(db, &s->r);
+    if (rc != EMBER_OK) {
+        em_free(s);
+        return rc;
+    }
+    *out = s;
+    return EMBER_OK;
+}
+
+EMBER_API void ember_snapshot_end(ember_snapshot *s)
+{
+    if (s == NULL)
+        return;
+    while (s->blocks != NULL) {
+        arena_block *next = s->blocks->next;
+        em_free(s->blocks);
+        s->blocks = next;
+    }
+    em_rtxn_end(&s->r);
+    em_free(s);
+}
+
+static int snap_get(ember_snapshot *s, int table, uint32_t id,
+                    const uint8_t **rec, size_t *len)
+{
+    em_err_clear();
+    if (s == NULL)
+        return em_err(EMBER_EINVAL, "NULL snapshot");
+    return em_table_get(s->r.txn, s->r.db, table, id, rec, len);
+}
+
+EMBER_API int ember_snapshot_string(ember_snapshot *s, uint32_t id,
+                                    const char **str, size_t *len)
+{
+    const uint8_t *rec;
+    size_t n;
+    int rc = snap_get(s, EM_T_STRING, id, &rec, &n);
+
+    if (rc != EMBER_OK)
+        return rc;
+    if (str != NULL)
+        *str = (const char *)rec;
+    if (len != NULL)
+        *len = n;
+    return EMBER_OK;
+}
+
+/* String ID as a C string, or corruption when a record names a bad id. */
+static int snap_str(ember_snapshot *s, uint32_t id, const char **out)
+{
+    int rc = ember_snapshot_string(s, id, out, NULL);
+    if (rc == EMBER_ENOTFOUND)
+        rc = EM_CORRUPT("a record names missing string %u", id);
+    return rc;
+}
+
+EMBER_API int ember_snapshot_stack(ember_snapshot *s, uint32_t id,
+                                   const uint32_t **locs, size_t *n)
+{
+    const uint8_t *rec;
+    size_t len, depth;
+    uint32_t *out;
+    int rc = snap_get(s, EM_T_STACK, id, &rec, &len);
+
+    if (rc == EMBER_OK)
+        rc = em_stack_decode(rec, len, NULL, 0, &depth);
+    if (rc != EMBER_OK)
+        return rc;
+    out = arena_alloc(s, depth * sizeof *out + 1);
+    if (out == NULL)
+        return em_err(EMBER_ENOMEM, "snapshot: stack of %zu", depth);
+    em_stack_decode(rec, len, out, depth, &depth);
+    *locs = out;
+    *n = depth;
+    return EMBER_OK;
+}
+
+EMBER_API int ember_snapshot_location(ember_snapshot *s, uint32_t id,
+                                      ember_location *out)
+{
+    uint32_t fn[EM_MAX_LINES];
+    int64_t line[EM_MAX_LINES];
+    const uint8_t *rec;
+    size_t len, nl;
+    ember_line *lines;
+    int rc = snap_get(s, EM_T_LOCATION, id, &rec, &len);
+
+    if (rc == EMBER_OK)
+        rc = em_location_decode(rec, len, &out->mapping, &out->address, fn,
+                                line, EM_MAX_LINES, &nl);
+    if (rc != EMBER_OK)
+        return rc;
+    lines = arena_alloc(s, nl * sizeof *lines + 1);
+    if (lines == NULL)
+        return em_err(EMBER_ENOMEM, "snapshot: %zu lines", nl);
+    for (size_t i = 0; i < nl; i++) {
+        lines[i].function = fn[i];
+        lines[i].line = line[i];
+    }
+    out->lines = lines;
+    out->nlines = nl;
+    return EMBER_OK;
+}
+
+EMBER_API int ember_snapshot_function(ember_snapshot *s, uint32_t id,
+                                      ember_function *out)
+{
+    const uint8_t *rec;
+    size_t len;
+    uint32_t sid[3];
+    int rc = snap_get(s, EM_T_FUNCTION, id, &rec, &len);
+
+    if (rc == EMBER_OK)
+        rc = em_function_decode(rec, len, sid, &out->start_line);
+    if (rc == EMBER_OK)
+        rc = snap_str(s, sid[0], &out->name);
+    if (rc == EMBER_OK)
+        rc = snap_str(s, sid[1], &out->system_name);
+    if (rc == EMBER_OK)
+        rc = snap_str(s, sid[2], &out->file);
+    return rc;
+}
+
+EMBER_API int ember_snapshot_mapping(ember_snapshot *s, uint32_t id,
+                                     ember_mapping *out)
+{
+    const uint8_t *rec;
+    size_t len;
+    uint64_t f[3];
+    uint32_t file, build;
+    int rc = snap_get(s, EM_T_MAPPING, id, &rec, &len);
+
+    if (rc == EMBER_OK)
+        rc = em_mapping_decode(rec, len, f, &file, &build);
+    if (rc == EMBER_OK)
+        rc = snap_str(s, file, &out->file);
+    if (rc == EMBER_OK)
+        rc = snap_str(s, build, &out->build_id);
+    if (rc == EMBER_OK) {
+        out->start = f[0];
+        out->limit = f[1];
+        out->offset = f[2];
+    }
+    return rc;
+}

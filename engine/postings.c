@@ -1,0 +1,456 @@
+/*
+** engine/postings.c: the inverted indexes. Label postings map
+** "name\0value" to the roaring bitmap of series ids carrying it (the type is
+** the label __type__); function postings map a function id to the bitmap of
+** stack ids passing through it. Bitmaps are stored in CRoaring's portable
+** serialization and read with its bounds-checked deserializer.
+**
+** Writers stage new ids in memory (em_staged, a hash table of keys to
+** bitmaps) and OR them into the stored bitmaps once per request, so that a
+** request creating a thousand series rewrites each bitmap once.
+**
+** Matchers follow PromQL: a missing label has the value "", regexes are
+** fully anchored. Evaluation intersects the matchers' series sets, starting
+** from the whole id range.
+*/
+#include "engine/store.h"
+
+struct em_staged_ent {
+    uint8_t *key;                   /* NULL: free slot */
+    size_t klen;
+    roaring_bitmap_t *bm;
+};
+
+/* ---- staging ------------------------------------------------------------------ */
+
+static size_t staged_slot(const em_staged *s, const void *key, size_t klen)
+{
+    size_t mask = s->cap - 1;
+    size_t i = (size_t)em_hash64(key, klen, 0) & mask;
+
+    while (s->ents[i].key != NULL &&
+           (s->ents[i].klen != klen || memcmp(s->ents[i].key, key, klen)))
+        i = (i + 1) & mask;
+    return i;
+}
+
+static int staged_grow(em_staged *s)
+{
+    size_t ncap = s->cap == 0 ? 64 : s->cap * 2;
+    struct em_staged_ent *old = s->ents;
+    size_t ocap = s->cap;
+
+    s->ents = em_calloc(ncap, sizeof *s->ents);
+    if (s->ents == NULL) {
+        s->ents = old;
+        return em_err(EMBER_ENOMEM, "postings: staging table of %zu", ncap);
+    }
+    s->cap = ncap;
+    for (size_t i = 0; i < ocap; i++)
+        if (old[i].key != NULL)
+            s->ents[staged_slot(s, old[i].key, old[i].klen)] = old[i];
+    em_free(old);
+    return EMBER_OK;
+}
+
+int em_staged_add(em_staged *s, const void *key, size_t klen, uint32_t id)
+{
+    struct em_staged_ent *e;
+    int rc;
+
+    if (2 * (s->n + 1) > s->cap && (rc = staged_grow(s)) != EMBER_OK)
+        return rc;
+    e = &s->ents[staged_slot(s, key, klen)];
+    if (e->key == NULL) {
+        e->key = em_malloc(klen);
+        e->bm = roaring_bitmap_create();
+        if (e->key == NULL || e->bm == NULL) {
+            em_free(e->key);
+            if (e->bm != NULL)
+                roaring_bitmap_free(e->bm);
+            e->key = NULL;
+            return em_err(EMBER_ENOMEM, "postings: staging a key");
+        }
+        memcpy(e->key, key, klen);
+        e->klen = klen;
+        s->n++;
+    }
+    roaring_bitmap_add(e->bm, id);
+    return EMBER_OK;
+}
+
+void em_staged_clear(em_staged *s)
+{
+    for (size_t i = 0; i < s->cap; i++) {
+        if (s->ents[i].key == NULL)
+            continue;
+        em_free(s->ents[i].key);
+        roaring_bitmap_free(s->ents[i].bm);
+        s->ents[i].key = NULL;
+    }
+    s->n = 0;
+}
+
+void em_staged_free(em_staged *s)
+{
+    em_staged_clear(s);
+    em_free(s->ents);
+    s->ents = NULL;
+    s->cap = 0;
+}
+
+/* ---- stored bitmaps ------------------------------------------------------------ */
+
+int em_bitmap_get(MDB_txn *txn, MDB_dbi dbi, const void *key, size_t klen,
+                  roaring_bitmap_t **out)
+{
+    MDB_val k = { klen, (void *)key }, d;
+    int mrc = mdb_get(txn, dbi, &k, &d);
+
+    *out = NULL;
+    if (mrc == MDB_NOTFOUND)
+        return EMBER_OK;
+    if (mrc != MDB_SUCCESS)
+        return em_lmdb(mrc, "postings");
+    *out = roaring_bitmap_portable_deserialize_safe(d.mv_data, d.mv_size);
+    if (*out == NULL)
+        return EM_CORRUPT("postings bitmap of %zu bytes does not decode",
+                          d.mv_size);
+    return EMBER_OK;
+}
+
+static int bitmap_put(MDB_txn *txn, MDB_dbi dbi, const void *key, size_t klen,
+                      const roaring_bitmap_t *bm)
+{
+    MDB_val k = { klen, (void *)key }, d;
+    int mrc;
+
+    roaring_bitmap_t *copy = roaring_bitmap_copy(bm);
+    if (copy == NULL)
+        return em_err(EMBER_ENOMEM, "postings: bitmap copy");
+    roaring_bitmap_run_optimize(copy);
+    d.mv_size = roaring_bitmap_portable_size_in_bytes(copy);
+    mrc = mdb_put(txn, dbi, &k, &d, MDB_RESERVE);
+    if (mrc == MDB_SUCCESS)
+        roaring_bitmap_portable_serialize(copy, d.mv_data);
+    roaring_bitmap_free(copy);
+    return em_lmdb(mrc, "postings put");
+}
+
+int em_staged_flush(em_wtxn *w, em_staged *s, MDB_dbi dbi)
+{
+    int rc = EMBER_OK;
+
+    for (size_t i = 0; i < s->cap && rc == EMBER_OK; i++) {
+        struct em_staged_ent *e = &s->ents[i];
+        roaring_bitmap_t *have;
+        if (e->key == NULL)
+            continue;
+        rc = em_bitmap_get(w->txn, dbi, e->key, e->klen, &have);
+        if (rc == EMBER_OK && have != NULL) {
+            roaring_bitmap_or_inplace(e->bm, have);
+            roaring_bitmap_free(have);
+        }
+        if (rc == EMBER_OK)
+            rc = bitmap_put(w->txn, dbi, e->key, e->klen, e->bm);
+    }
+    em_staged_clear(s);
+    return rc;
+}
+
+/* ---- matchers ---------------------------------------------------------------- */
+
+/* Calls FN for every stored value of label NAME whose value starts with
+** PREFIX, with the value and its bitmap bytes. FN returns EMBER_OK to go on,
+** EMBER_DONE to stop, or an error. */
+typedef int (*value_fn)(void *ctx, const char *value, size_t vlen,
+                        const MDB_val *bitmap);
+
+static int label_scan(em_rtxn *r, const char *name, const char *prefix,
+                      size_t plen, value_fn fn, void *ctx)
+{
+    size_t nlen = strlen(name) + 1;
+    char *seek = em_malloc(nlen + plen);
+    MDB_cursor *cur = NULL;
+    MDB_val k, d;
+    int mrc, rc = EMBER_OK;
+
+    if (seek == NULL)
+        return em_err(EMBER_ENOMEM, "label scan");
+    memcpy(seek, name, nlen);
+    memcpy(seek + nlen, prefix, plen);
+    k.mv_size = nlen + plen;
+    k.mv_data = seek;
+    mrc = mdb_cursor_open(r->txn, r->db->dbi[EM_D_POST], &cur);
+    if (mrc == MDB_SUCCESS)
+        mrc = mdb_cursor_get(cur, &k, &d, MDB_SET_RANGE);
+    while (mrc == MDB_SUCCESS && rc == EMBER_OK) {
+        if (k.mv_size < nlen + plen || memcmp(k.mv_data, seek, nlen + plen))
+            break;
+        rc = fn(ctx, (const char *)k.mv_data + nlen, k.mv_size - nlen, &d);
+        mrc = mdb_cursor_get(cur, &k, &d, MDB_NEXT);
+    }
+    if (cur != NULL)
+        mdb_cursor_close(cur);
+    em_free(seek);
+    if (rc == EMBER_DONE)
+        rc = EMBER_OK;
+    if (rc == EMBER_OK && mrc != MDB_SUCCESS && mrc != MDB_NOTFOUND)
+        rc = em_lmdb(mrc, "label scan");
+    return rc;
+}
+
+typedef struct union_ctx {
+    const em_regex *re;             /* NULL: take every value */
+    roaring_bitmap_t *acc;
+} union_ctx;
+
+static int union_value(void *ctx, const char *value, size_t vlen,
+                       const MDB_val *bitmap)
+{
+    union_ctx *u = ctx;
+    roaring_bitmap_t *bm;
+
+    if (u->re != NULL && !em_regex_match(u->re, value, vlen))
+        return EMBER_OK;
+    bm = roaring_bitmap_portable_deserialize_safe(bitmap->mv_data,
+                                                  bitmap->mv_size);
+    if (bm == NULL)
+        return EM_CORRUPT("postings of a label value do not decode");
+    roaring_bitmap_or_inplace(u->acc, bm);
+    roaring_bitmap_free(bm);
+    return EMBER_OK;
+}
+
+/* The series whose label NAME has a value RE matches (any value: RE NULL). */
+static int label_union(em_rtxn *r, const char *name, const em_regex *re,
+                       roaring_bitmap_t **out)
+{
+    union_ctx u = { re, roaring_bitmap_create() };
+    const char *prefix = "";
+    size_t plen = 0;
+    int rc;
+
+    if (u.acc == NULL)
+        return em_err(EMBER_ENOMEM, "matcher bitmap");
+    if (re != NULL)
+        prefix = em_regex_prefix(re, &plen);
+    rc = label_scan(r, name, prefix, plen, union_value, &u);
+    if (rc != EMBER_OK) {
+        roaring_bitmap_free(u.acc);
+        return rc;
+    }
+    *out = u.acc;
+    return EMBER_OK;
+}
+
+/* The exact posting name=value (an empty bitmap when absent). */
+static int label_exact(em_rtxn *r, const char *name, const char *value,
+                       roaring_bitmap_t **out)
+{
+    size_t a = strlen(name), b = strlen(value);
+    char *key = em_malloc(a + 1 + b);
+    int rc;
+
+    if (key == NULL)
+        return em_err(EMBER_ENOMEM, "matcher key");
+    memcpy(key, name, a + 1);
+    memcpy(key + a + 1, value, b);
+    rc = em_bitmap_get(r->txn, r->db->dbi[EM_D_POST], key, a + 1 + b, out);
+    em_free(key);
+    if (rc == EMBER_OK && *out == NULL && (*out = roaring_bitmap_create()) ==
+        NULL)
+        rc = em_err(EMBER_ENOMEM, "matcher bitmap");
+    return rc;
+}
+
+/* The set of series whose NAME value is matched by the positive form of M
+** (= or =~), including series without the label when "" matches. */
+static int matcher_positive(em_rtxn *r, const ember_matcher *m,
+                            const roaring_bitmap_t *all,
+                            roaring_bitmap_t **out)
+{
+    bool re = m->op == EMBER_MATCH_RE || m->op == EMBER_MATCH_NRE;
+    em_regex *rx = NULL;
+    bool empty_matches;
+    int rc;
+
+    if (re && (rc = em_regex_compile(m->value, &rx)) != EMBER_OK)
+        return em_err_prefix(rc, "matcher %s", m->name);
+    if (re && em_regex_is_literal(rx)) {
+        size_t n;
+        const char *lit = em_regex_prefix(rx, &n);
+        rc = n == strlen(lit) ? label_exact(r, m->name, lit, out)
+                              : label_union(r, m->name, rx, out);
+    } else {
+        rc = re ? label_union(r, m->name, rx, out)
+                : label_exact(r, m->name, m->value, out);
+    }
+    empty_matches = re ? em_regex_match(rx, "", 0) : m->value[0] == '\0';
+    if (rc == EMBER_OK && empty_matches) {
+        /* PromQL: "" also selects the series that lack the label. */
+        roaring_bitmap_t *has = NULL, *lacking;
+        rc = label_union(r, m->name, NULL, &has);
+        lacking = rc == EMBER_OK ? roaring_bitmap_andnot(all, has) : NULL;
+        if (rc == EMBER_OK && lacking == NULL)
+            rc = em_err(EMBER_ENOMEM, "matcher bitmap");
+        if (rc == EMBER_OK) {
+            roaring_bitmap_or_inplace(*out, lacking);
+            roaring_bitmap_free(lacking);
+        }
+        if (has != NULL)
+            roaring_bitmap_free(has);
+    }
+    em_regex_free(rx);
+    return rc;
+}
+
+static int matcher_check(const ember_matcher *m)
+{
+    if (m->name == NULL || m->value == NULL)
+        return em_err(EMBER_EINVAL, "matcher with a NULL name or value");
+    if (m->op < EMBER_MATCH_EQ || m->op > EMBER_MATCH_NRE)
+        return em_err(EMBER_EINVAL, "matcher %s: unknown operator %d",
+                      m->name, m->op);
+    if (strcmp(m->name, EM_TYPE_LABEL) == 0)
+        return EMBER_OK;
+    return em_label_name_check(m->name);
+}
+
+/* ANDs matcher M into ACC. */
+static int matcher_apply(em_rtxn *r, const ember_matcher *m,
+                         const roaring_bitmap_t *all, roaring_bitmap_t *acc)
+{
+    roaring_bitmap_t *pos = NULL;
+    int rc = matcher_check(m);
+
+    if (rc == EMBER_OK)
+        rc = matcher_positive(r, m, all, &pos);
+    if (rc != EMBER_OK)
+        return rc;
+    if (m->op == EMBER_MATCH_NEQ || m->op == EMBER_MATCH_NRE)
+        roaring_bitmap_andnot_inplace(acc, pos);
+    else
+        roaring_bitmap_and_inplace(acc, pos);
+    roaring_bitmap_free(pos);
+    return EMBER_OK;
+}
+
+int em_select_series(em_rtxn *r, const ember_selector *sel,
+                     roaring_bitmap_t **out)
+{
+    roaring_bitmap_t *all, *acc;
+    int rc = EMBER_OK;
+
+    *out = NULL;
+    /* from_range refuses an empty range: start from an empty bitmap. */
+    all = r->next[EM_T_SERIES] == 0 ? roaring_bitmap_create()
+          : roaring_bitmap_from_range(0, r->next[EM_T_SERIES], 1);
+    acc = all != NULL ? roaring_bitmap_copy(all) : NULL;
+    if (acc == NULL) {
+        if (all != NULL)
+            roaring_bitmap_free(all);
+        return em_err(EMBER_ENOMEM, "series bitmap");
+    }
+    if (sel != NULL && sel->type != NULL) {
+        ember_matcher tm = { EM_TYPE_LABEL, sel->type, EMBER_MATCH_EQ };
+        rc = matcher_apply(r, &tm, all, acc);
+    }
+    for (size_t i = 0; sel != NULL && i < sel->nmatchers && rc == EMBER_OK &&
+         !roaring_bitmap_is_empty(acc); i++)
+        rc = matcher_apply(r, &sel->matchers[i], all, acc);
+    roaring_bitmap_free(all);
+    if (rc != EMBER_OK) {
+        roaring_bitmap_free(acc);
+        return rc;
+    }
+    *out = acc;
+    return EMBER_OK;
+}
+
+/* ---- focus: stacks through functions ------------------------------------------ */
+
+/* True when function ID's name (or system name) matches RE. */
+static int function_matches(em_rtxn *r, const em_regex *re, const MDB_val *d,
+                            bool *yes)
+{
+    uint32_t s[3];
+    int64_t start;
+    int rc = em_function_decode(d->mv_data, d->mv_size, s, &start);
+
+    *yes = false;
+    for (int i = 0; rc == EMBER_OK && i < 2 && !*yes; i++) {
+        const uint8_t *str;
+        size_t len;
+        rc = em_table_get(r->txn, r->db, EM_T_STRING, s[i], &str, &len);
+        if (rc == EMBER_OK)
+            *yes = em_regex_match(re, (const char *)str, len);
+    }
+    return rc;
+}
+
+int em_focus_stacks(em_rtxn *r, const char *regex, roaring_bitmap_t **out)
+{
+    em_regex *re = NULL;
+    MDB_cursor *cur = NULL;
+    MDB_val k, d;
+    roaring_bitmap_t *acc = roaring_bitmap_create();
+    int mrc, rc = acc == NULL ? em_err(EMBER_ENOMEM, "focus bitmap")
+                              : em_regex_compile(regex, &re);
+
+    if (rc != EMBER_OK)
+        goto out;
+    mrc = mdb_cursor_open(r->txn, r->db->dbi[EM_T_FUNCTION], &cur);
+    for (mrc = mrc ? mrc : mdb_cursor_get(cur, &k, &d, MDB_FIRST);
+         mrc == MDB_SUCCESS && rc == EMBER_OK;
+         mrc = mdb_cursor_get(cur, &k, &d, MDB_NEXT)) {
+        roaring_bitmap_t *bm = NULL;
+        bool yes;
+        rc = function_matches(r, re, &d, &yes);
+        if (rc == EMBER_OK && yes)
+            rc = em_bitmap_get(r->txn, r->db->dbi[EM_D_FPOST], k.mv_data,
+                               k.mv_size, &bm);
+        if (bm != NULL) {
+            roaring_bitmap_or_inplace(acc, bm);
+            roaring_bitmap_free(bm);
+        }
+    }
+    if (rc == EMBER_OK && mrc != MDB_NOTFOUND)
+        rc = em_lmdb(mrc, "focus scan");
+out:
+    if (cur != NULL)
+        mdb_cursor_close(cur);
+    em_regex_free(re);
+    if (rc != EMBER_OK && acc != NULL) {
+        roaring_bitmap_free(acc);
+        acc = NULL;
+    }
+    *out = acc;
+    return rc;
+}
+
+/* ---- lookups for verify ------------------------------------------------------- */
+
+const roaring_bitmap_t *em_staged_find(const em_staged *s, const void *key,
+                                       size_t klen)
+{
+    size_t i;
+
+    if (s->cap == 0)
+        return NULL;
+    i = staged_slot(s, key, klen);
+    return s->ents[i].key != NULL ? s->ents[i].bm : NULL;
+}
+
+int em_staged_each(const em_staged *s,
+                   int (*fn)(void *ctx, const void *key, size_t klen,
+                             const roaring_bitmap_t *bm),
+                   void *ctx)
+{
+    int rc = EMBER_OK;
+
+    for (size_t i = 0; i < s->cap && rc == EMBER_OK; i++)
+        if (s->ents[i].key != NULL)
+            rc = fn(ctx, s->ents[i].key, s->ents[i].klen, s->ents[i].bm);
+    return rc;
+}

@@ -1,0 +1,697 @@
+/*
+** engine/read.c: the read path. Matchers give series ids through the
+** postings; for each series the chunks overlapping [from, to] are found by
+** seeking its chunk keys from (series, from - widest chunk span); each chunk
+** is checked (checksum) and decoded, only the columns the question needs.
+**
+** Merge sums into a dense array indexed by stack id (ids are dense, so this
+** is a column add with no hashing) plus a bitmap of the stacks seen, which
+** also yields the result in stack order for free. A corrupt chunk fails the
+** query; it is never skipped, so a query never returns wrong numbers.
+*/
+#include <stdlib.h>
+
+#include "engine/store.h"
+
+/* Calls FN for each chunk of SERIES overlapping [from, to]. */
+typedef int (*chunk_fn)(void *ctx, uint32_t series, const em_chunk *c);
+
+typedef struct scan {
+    em_rtxn *r;
+    int64_t from, to;
+    unsigned cols;
+    chunk_fn fn;
+    void *ctx;
+} scan;
+
+static int64_t sat_sub(int64_t a, uint64_t b)
+{
+    if (b > (uint64_t)INT64_MAX || a < INT64_MIN + (int64_t)b)
+        return INT64_MIN;
+    return a - (int64_t)b;
+}
+
+/* Decodes one stored chunk and hands it to the scan's FN. */
+static int scan_one(scan *s, uint32_t series, const MDB_val *d)
+{
+    em_chunk_header h;
+    em_chunk c;
+    int rc = em_chunk_header_read(d->mv_data, d->mv_size, &h);
+
+    if (rc != EMBER_OK || h.max_time < s->from || h.min_time > s->to)
+        return rc;
+    rc = em_chunk_decode(s->r->codec, d->mv_data, d->mv_size, s->cols, &c);
+    if (rc != EMBER_OK)
+        return rc;
+    if ((s->cols & EM_COL_SAMPLES) && c.h.nstacks > 0 &&
+        c.stacks[c.h.nstacks - 1] >= s->r->next[EM_T_STACK])
+        rc = EM_CORRUPT("stack id %u beyond the stack table",
+                        c.stacks[c.h.nstacks - 1]);
+    if (rc == EMBER_OK)
+        rc = s->fn(s->ctx, series, &c);
+    em_chunk_release(&c);
+    return rc;
+}
+
+static int scan_series(scan *s, uint32_t series)
+{
+    uint8_t key[EM_CHUNK_KEY_LEN];
+    MDB_val k = { sizeof key, key }, d;
+    MDB_cursor *cur;
+    int rc = EMBER_OK;
+    int mrc = mdb_cursor_open(s->r->txn, s->r->db->dbi[EM_D_CHUNK], &cur);
+
+    if (mrc != MDB_SUCCESS)
+        return em_lmdb(mrc, "chunk cursor");
+    em_chunk_key(key, series, sat_sub(s->from, s->r->max_span), 0);
+    for (mrc = mdb_cursor_get(cur, &k, &d, MDB_SET_RANGE);
+         mrc == MDB_SUCCESS && rc == EMBER_OK;
+         mrc = mdb_cursor_get(cur, &k, &d, MDB_NEXT)) {
+        uint32_t sid, seq;
+        int64_t t;
+        if (k.mv_size != EM_CHUNK_KEY_LEN) {
+            rc = EM_CORRUPT("chunk key of %zu bytes", k.mv_size);
+            break;
+        }
+        em_chunk_key_parse(k.mv_data, &sid, &t, &seq);
+        if (sid != series || t > s->to)
+            break;
+        rc = scan_one(s, series, &d);
+        if (rc != EMBER_OK)
+            em_err_prefix(rc, "chunk (series %u, t=%lld, seq %u)", series,
+                          (long long)t, seq);
+    }
+    mdb_cursor_close(cur);
+    if (rc == EMBER_OK && mrc != MDB_SUCCESS && mrc != MDB_NOTFOUND)
+        rc = em_lmdb(mrc, "chunk scan");
+    return rc;
+}
+
+/* Runs S over every series in SERIES. */
+static int scan_all(scan *s, const roaring_bitmap_t *series)
+{
+    roaring_uint32_iterator_t *it = roaring_create_iterator(series);
+    int rc = EMBER_OK;
+
+    if (it == NULL)
+        return em_err(EMBER_ENOMEM, "series iterator");
+    for (; it->has_value && rc == EMBER_OK; roaring_advance_uint32_iterator(it))
+        rc = scan_series(s, it->current_value);
+    roaring_free_uint32_iterator(it);
+    return rc;
+}
+
+static void range_of(const ember_selector *sel, int64_t *from, int64_t *to)
+{
+    *from = INT64_MIN;
+    *to = INT64_MAX;
+    if (sel != NULL && (sel->from_ms != 0 || sel->to_ms != 0)) {
+        *from = sel->from_ms;
+        *to = sel->to_ms;
+    }
+}
+
+static int selector_check(const ember_selector *sel)
+{
+    if (sel != NULL && sel->sz < sizeof *sel)
+        return em_err(EMBER_EINVAL, "selector: sz is not "
+                      "sizeof(ember_selector)");
+    if (sel != NULL && sel->nmatchers > 0 && sel->matchers == NULL)
+        return em_err(EMBER_EINVAL, "selector: matchers is NULL");
+    return EMBER_OK;
+}
+
+/* A read: snapshot, selected series and optional focus stacks. */
+typedef struct query {
+    em_rtxn r;
+    roaring_bitmap_t *series;
+    roaring_bitmap_t *focus;        /* NULL: every stack */
+    int64_t from, to;
+} query;
+
+static void query_end(query *q)
+{
+    if (q->series != NULL)
+        roaring_bitmap_free(q->series);
+    if (q->focus != NULL)
+        roaring_bitmap_free(q->focus);
+    em_rtxn_end(&q->r);
+}
+
+static int query_begin(ember_db *db, const ember_selector *sel, query *q)
+{
+    int rc;
+
+    memset(q, 0, sizeof *q);
+    em_err_clear();
+    if (db == NULL)
+        return em_err(EMBER_EINVAL, "NULL database");
+    rc = selector_check(sel);
+    if (rc == EMBER_OK)
+        rc = em_rtxn_begin(db, &q->r);
+    if (rc == EMBER_OK)
+        rc = em_select_series(&q->r, sel, &q->series);
+    if (rc == EMBER_OK && sel != NULL && sel->focus != NULL)
+        rc = em_focus_stacks(&q->r, sel->focus, &q->focus);
+    range_of(sel, &q->from, &q->to);
+    if (rc != EMBER_OK)
+        query_end(q);
+    return rc;
+}
+
+/* Marks which profiles of C fall in [from, to]; returns how many. */
+static uint32_t profiles_in_range(const em_chunk *c, int64_t from, int64_t to,
+                                  uint8_t *in)
+{
+    uint32_t n = 0;
+
+    for (uint32_t p = 0; p < c->h.nprofiles; p++) {
+        in[p] = c->time_ms[p] >= from && c->time_ms[p] <= to;
+        n += in[p];
+    }
+    return n;
+}
+
+/* ---- merge --------------------------------------------------------------------- */
+
+struct ember_merged {
+    size_t n;
+    uint32_t *stacks;
+    int64_t *values;
+    uint64_t nseries, nprofiles;
+};
+
+typedef struct merge_acc {
+    query *q;
+    int64_t *sum;                   /* [nstacks] */
+    uint64_t *seen;                 /* bitmap [nstacks / 64] */
+    uint8_t *in;                    /* scratch: profile in range */
+    uint32_t in_cap;
+    uint32_t last_series;
+    uint64_t nseries, nprofiles;
+} merge_acc;
+
+static int merge_scratch(merge_acc *m, uint32_t n)
+{
+    uint8_t *in;
+
+    if (n <= m->in_cap)
+        return EMBER_OK;
+    in = em_realloc(m->in, n);
+    if (in == NULL)
+        return em_err(EMBER_ENOMEM, "merge: %u profile flags", n);
+    m->in = in;
+    m->in_cap = n;
+    return EMBER_OK;
+}
+
+/* Sums one stack's samples; IN NULL means every profile is in range. */
+static void merge_stack(merge_acc *m, const em_chunk *c, uint32_t i,
+                        const uint8_t *in)
+{
+    uint32_t st = c->stacks[i];
+    uint64_t a = c->stack_start[i], b = c->stack_start[i + 1];
+    uint64_t sum = 0;
+    bool any = in == NULL && a < b;
+
+    if (in == NULL) {
+        for (uint64_t j = a; j < b; j++)
+            sum += (uint64_t)c->sample_value[j];
+    } else {
+        for (uint64_t j = a; j < b; j++) {
+            uint8_t f = in[c->sample_profile[j]];
+            sum += f ? (uint64_t)c->sample_value[j] : 0;
+            any |= f;
+        }
+    }
+    if (any) {
+        m->sum[st] = em_add_wrap(m->sum[st], (int64_t)sum);
+        m->seen[st >> 6] |= 1ull << (st & 63);
+    }
+}
+
+static int merge_chunk(void *ctx, uint32_t series, const em_chunk *c)
+{
+    merge_acc *m = ctx;
+    query *q = m->q;
+    bool whole = c->h.min_time >= q->from && c->h.max_time <= q->to;
+    uint32_t n = c->h.nprofiles;
+    int rc;
+
+    if (!whole) {
+        if ((rc = merge_scratch(m, n)) != EMBER_OK)
+            return rc;
+        n = profiles_in_range(c, q->from, q->to, m->in);
+    }
+    if (n == 0)
+        return EMBER_OK;
+    for (uint32_t i = 0; i < c->h.nstacks; i++)
+        if (q->focus == NULL || roaring_bitmap_contains(q->focus, c->stacks[i]))
+            merge_stack(m, c, i, whole ? NULL : m->in);
+    m->nprofiles += n;
+    if (m->nseries == 0 || m->last_series != series)
+        m->nseries++;
+    m->last_series = series;
+    return EMBER_OK;
+}
+
+/* Turns the accumulator into the result, in stack order. */
+static int merge_finish(merge_acc *m, size_t nstacks, ember_merged **out)
+{
+    ember_merged *r = em_calloc(1, sizeof *r);
+    size_t n = 0, k = 0;
+
+    for (size_t w = 0; w < (nstacks + 63) / 64; w++)
+        n += (size_t)__builtin_popcountll(m->seen[w]);
+    if (r != NULL) {
+        r->stacks = em_malloc(n * sizeof *r->stacks + 1);
+        r->values = em_malloc(n * sizeof *r->values + 1);
+    }
+    if (r == NULL || r->stacks == NULL || r->values == NULL) {
+        ember_merged_free(r);
+        return em_err(EMBER_ENOMEM, "merge result of %zu stacks", n);
+    }
+    for (size_t w = 0; w < (nstacks + 63) / 64; w++)
+        for (uint64_t bits = m->seen[w]; bits != 0; bits &= bits - 1) {
+            uint32_t st = (uint32_t)(w * 64 + (size_t)__builtin_ctzll(bits));
+            r->stacks[k] = st;
+            r->values[k++] = m->sum[st];
+        }
+    r->n = n;
+    r->nseries = m->nseries;
+    r->nprofiles = m->nprofiles;
+    *out = r;
+    return EMBER_OK;
+}
+
+EMBER_API int ember_merge(ember_db *db, const ember_selector *sel,
+                          ember_merged **out)
+{
+    merge_acc m;
+    query q;
+    size_t nstacks;
+    int rc;
+
+    if (out == NULL)
+        return em_err(EMBER_EINVAL, "ember_merge: NULL result");
+    *out = NULL;
+    rc = query_begin(db, sel, &q);
+    if (rc != EMBER_OK)
+        return rc;
+    memset(&m, 0, sizeof m);
+    m.q = &q;
+    nstacks = q.r.next[EM_T_STACK];
+    m.sum = em_calloc(nstacks + 1, sizeof *m.sum);
+    m.seen = em_calloc(nstacks / 64 + 1, sizeof *m.seen);
+    if (m.sum == NULL || m.seen == NULL)
+        rc = em_err(EMBER_ENOMEM, "merge: %zu stacks", nstacks);
+    if (rc == EMBER_OK) {
+        scan s = { &q.r, q.from, q.to, EM_COL_TIMES | EM_COL_SAMPLES,
+                   merge_chunk, &m };
+        rc = scan_all(&s, q.series);
+    }
+    if (rc == EMBER_OK)
+        rc = merge_finish(&m, nstacks, out);
+    em_free(m.sum);
+    em_free(m.seen);
+    em_free(m.in);
+    query_end(&q);
+    return rc;
+}
+
+EMBER_API size_t ember_merged_samples(const ember_merged *m,
+                                      const uint32_t **stacks,
+                                      const int64_t **values)
+{
+    if (stacks != NULL)
+        *stacks = m != NULL ? m->stacks : NULL;
+    if (values != NULL)
+        *values = m != NULL ? m->values : NULL;
+    return m != NULL ? m->n : 0;
+}
+
+EMBER_API void ember_merged_info(const ember_merged *m, uint64_t *nseries,
+                                 uint64_t *nprofiles)
+{
+    if (nseries != NULL)
+        *nseries = m != NULL ? m->nseries : 0;
+    if (nprofiles != NULL)
+        *nprofiles = m != NULL ? m->nprofiles : 0;
+}
+
+EMBER_API void ember_merged_free(ember_merged *m)
+{
+    if (m == NULL)
+        return;
+    em_free(m->stacks);
+    em_free(m->values);
+    em_free(m);
+}
+
+/* ---- totals ------------------------------------------------------------------------ */
+
+typedef struct tot_series {
+    uint32_t series;
+    size_t off, n;
+} tot_series;
+
+struct ember_totals {
+    tot_series *s;
+    size_t ns, scap;
+    int64_t *times, *values;
+    size_t np, pcap;
+};
+
+typedef struct tot_acc {
+    query *q;
+    ember_totals *t;
+} tot_acc;
+
+static int tot_reserve(ember_totals *t, size_t np)
+{
+    size_t cap = t->pcap ? t->pcap : 256;
+    int64_t *a, *b;
+
+    if (t->np + np <= t->pcap)
+        return EMBER_OK;
+    while (cap < t->np + np)
+        cap *= 2;
+    a = em_realloc(t->times, cap * sizeof *a);
+    if (a != NULL)
+        t->times = a;
+    b = a != NULL ? em_realloc(t->values, cap * sizeof *b) : NULL;
+    if (b == NULL)
+        return em_err(EMBER_ENOMEM, "totals: %zu points", cap);
+    t->values = b;
+    t->pcap = cap;
+    return EMBER_OK;
+}
+
+static int tot_series_start(ember_totals *t, uint32_t series)
+{
+    if (t->ns > 0 && t->s[t->ns - 1].series == series)
+        return EMBER_OK;
+    if (t->ns == t->scap) {
+        size_t cap = t->scap ? t->scap * 2 : 16;
+        tot_series *s = em_realloc(t->s, cap * sizeof *s);
+        if (s == NULL)
+            return em_err(EMBER_ENOMEM, "totals: %zu series", cap);
+        t->s = s;
+        t->scap = cap;
+    }
+    t->s[t->ns].series = series;
+    t->s[t->ns].off = t->np;
+    t->s[t->ns++].n = 0;
+    return EMBER_OK;
+}
+
+/* Per-profile sums over the focus stacks only. */
+static void tot_focus(const query *q, const em_chunk *c, int64_t *sums)
+{
+    memset(sums, 0, c->h.nprofiles * sizeof *sums);
+    for (uint32_t i = 0; i < c->h.nstacks; i++) {
+        if (!roaring_bitmap_contains(q->focus, c->stacks[i]))
+            continue;
+        for (uint64_t j = c->stack_start[i]; j < c->stack_start[i + 1]; j++)
+            sums[c->sample_profile[j]] = em_add_wrap(
+                sums[c->sample_profile[j]], c->sample_value[j]);
+    }
+}
+
+static int tot_chunk(void *ctx, uint32_t series, const em_chunk *c)
+{
+    tot_acc *a = ctx;
+    ember_totals *t = a->t;
+    const int64_t *vals = c->total;
+    int rc = tot_series_start(t, series);
+
+    if (rc == EMBER_OK)
+        rc = tot_reserve(t, c->h.nprofiles);
+    if (rc != EMBER_OK)
+        return rc;
+    if (a->q->focus != NULL) {
+        tot_focus(a->q, c, t->values + t->np);
+        vals = t->values + t->np;
+    }
+    for (uint32_t p = 0; p < c->h.nprofiles; p++) {
+        if (c->time_ms[p] < a->q->from || c->time_ms[p] > a->q->to)
+            continue;
+        t->times[t->np] = c->time_ms[p];
+        t->values[t->np++] = vals[p];   /* in place: np <= p's slot */
+        t->s[t->ns - 1].n++;
+    }
+    return EMBER_OK;
+}
+
+/* Sorts each series' points by time (chunks may overlap), stably. */
+static int tot_sort(ember_totals *t)
+{
+    for (size_t i = 0; i < t->ns; i++) {
+        int64_t *ts = t->times + t->s[i].off, *vs = t->values + t->s[i].off;
+        for (size_t j = 1; j < t->s[i].n; j++) {     /* nearly sorted */
+            int64_t tj = ts[j], vj = vs[j];
+            size_t k = j;
+            for (; k > 0 && ts[k - 1] > tj; k--) {
+                ts[k] = ts[k - 1];
+                vs[k] = vs[k - 1];
+            }
+            ts[k] = tj;
+            vs[k] = vj;
+        }
+    }
+    return EMBER_OK;
+}
+
+EMBER_API int ember_totals_get(ember_db *db, const ember_selector *sel,
+                               ember_totals **out)
+{
+    ember_totals *t;
+    query q;
+    tot_acc a;
+    int rc;
+
+    if (out == NULL)
+        return em_err(EMBER_EINVAL, "ember_totals_get: NULL result");
+    *out = NULL;
+    rc = query_begin(db, sel, &q);
+    if (rc != EMBER_OK)
+        return rc;
+    t = em_calloc(1, sizeof *t);
+    if (t == NULL)
+        rc = em_err(EMBER_ENOMEM, "totals");
+    if (rc == EMBER_OK) {
+        scan s = { &q.r, q.from, q.to,
+                   EM_COL_TIMES | (q.focus ? EM_COL_SAMPLES : EM_COL_TOTALS),
+                   tot_chunk, &a };
+        a.q = &q;
+        a.t = t;
+        rc = scan_all(&s, q.series);
+    }
+    if (rc == EMBER_OK)
+        rc = tot_sort(t);
+    query_end(&q);
+    if (rc != EMBER_OK) {
+        ember_totals_free(t);
+        return rc;
+    }
+    *out = t;
+    return EMBER_OK;
+}
+
+EMBER_API size_t ember_totals_count(const ember_totals *t)
+{
+    return t != NULL ? t->ns : 0;
+}
+
+EMBER_API void ember_totals_series(const ember_totals *t, size_t i,
+                                   uint32_t *series, const int64_t **times,
+                                   const int64_t **values, size_t *n)
+{
+    const tot_series *s = t != NULL && i < t->ns ? &t->s[i] : NULL;
+
+    if (series != NULL)
+        *series = s ? s->series : 0;
+    if (times != NULL)
+        *times = s ? t->times + s->off : NULL;
+    if (values != NULL)
+        *values = s ? t->values + s->off : NULL;
+    if (n != NULL)
+        *n = s ? s->n : 0;
+}
+
+EMBER_API void ember_totals_free(ember_totals *t)
+{
+    if (t == NULL)
+        return;
+    em_free(t->s);
+    em_free(t->times);
+    em_free(t->values);
+    em_free(t);
+}
+
+/* ---- the sample iterator ---------------------------------------------------------- */
+
+/* One series' profiles in range, decoded, in time order. */
+typedef struct iter_series {
+    em_chunk_profile **tp;          /* transposed chunks (own allocations) */
+    size_t nch, chcap;
+    em_chunk_profile **order;       /* profiles in range, by time */
+    size_t np, pcap;
+} iter_series;
+
+struct ember_iter {
+    query q;
+    uint32_t *sids;
+    size_t nsids, si;
+    iter_series cur;
+    size_t pi;                      /* profile within cur */
+    uint32_t k;                     /* sample within that profile */
+};
+
+static void iter_series_clear(iter_series *s)
+{
+    for (size_t i = 0; i < s->nch; i++)
+        em_free(s->tp[i]);
+    s->nch = 0;
+    s->np = 0;
+}
+
+static int iter_take(iter_series *s, em_chunk_profile *tp, uint32_t n,
+                     int64_t from, int64_t to)
+{
+    for (uint32_t p = 0; p < n; p++) {
+        if (tp[p].time_ms < from || tp[p].time_ms > to)
+            continue;
+        if (s->np == s->pcap) {
+            size_t cap = s->pcap ? s->pcap * 2 : 64;
+            em_chunk_profile **o = em_realloc(s->order, cap * sizeof *o);
+            if (o == NULL)
+                return em_err(EMBER_ENOMEM, "iterator: %zu profiles", cap);
+            s->order = o;
+            s->pcap = cap;
+        }
+        s->order[s->np++] = &tp[p];
+    }
+    return EMBER_OK;
+}
+
+static int iter_chunk(void *ctx, uint32_t series, const em_chunk *c)
+{
+    struct ember_iter *it = ctx;
+    iter_series *s = &it->cur;
+    int rc;
+
+    EM_UNUSED(series);
+    if (s->nch == s->chcap) {
+        size_t cap = s->chcap ? s->chcap * 2 : 8;
+        em_chunk_profile **tp = em_realloc(s->tp, cap * sizeof *tp);
+        if (tp == NULL)
+            return em_err(EMBER_ENOMEM, "iterator: %zu chunks", cap);
+        s->tp = tp;
+        s->chcap = cap;
+    }
+    rc = em_chunk_transpose(c, &s->tp[s->nch]);
+    if (rc != EMBER_OK)
+        return rc;
+    s->nch++;
+    return iter_take(s, s->tp[s->nch - 1], c->h.nprofiles, it->q.from,
+                     it->q.to);
+}
+
+static int order_cmp(const void *a, const void *b)
+{
+    const em_chunk_profile *x = *(em_chunk_profile *const *)a;
+    const em_chunk_profile *y = *(em_chunk_profile *const *)b;
+    if (x->time_ms != y->time_ms)
+        return (x->time_ms > y->time_ms) - (x->time_ms < y->time_ms);
+    return (x > y) - (x < y);   /* stable: chunks were taken in key order */
+}
+
+/* Loads the next series with something in range; EMBER_DONE at the end. */
+static int iter_load(struct ember_iter *it)
+{
+    scan s = { &it->q.r, it->q.from, it->q.to, EM_COL_ALL, iter_chunk, it };
+    int rc = EMBER_OK;
+
+    iter_series_clear(&it->cur);
+    while (it->cur.np == 0 && rc == EMBER_OK) {
+        if (it->si == it->nsids)
+            return EMBER_DONE;
+        iter_series_clear(&it->cur);
+        rc = scan_series(&s, it->sids[it->si++]);
+    }
+    if (rc == EMBER_OK)
+        qsort(it->cur.order, it->cur.np, sizeof *it->cur.order, order_cmp);
+    it->pi = 0;
+    it->k = 0;
+    return rc;
+}
+
+EMBER_API int ember_select(ember_db *db, const ember_selector *sel,
+                           ember_iter **out)
+{
+    struct ember_iter *it;
+    int rc;
+
+    if (out == NULL)
+        return em_err(EMBER_EINVAL, "ember_select: NULL result");
+    *out = NULL;
+    it = em_calloc(1, sizeof *it);
+    if (it == NULL)
+        return em_err(EMBER_ENOMEM, "iterator");
+    rc = query_begin(db, sel, &it->q);
+    if (rc != EMBER_OK) {
+        em_free(it);
+        return rc;
+    }
+    it->nsids = (size_t)roaring_bitmap_get_cardinality(it->q.series);
+    it->sids = em_malloc(it->nsids * sizeof *it->sids + 1);
+    if (it->sids == NULL) {
+        ember_iter_free(it);
+        return em_err(EMBER_ENOMEM, "iterator: %zu series", it->nsids);
+    }
+    roaring_bitmap_to_uint32_array(it->q.series, it->sids);
+    *out = it;
+    return EMBER_OK;
+}
+
+EMBER_API int ember_iter_next(ember_iter *it, ember_point *p)
+{
+    em_err_clear();
+    if (it == NULL || p == NULL)
+        return em_err(EMBER_EINVAL, "ember_iter_next: NULL argument");
+    for (;;) {
+        if (it->pi < it->cur.np) {
+            em_chunk_profile *cp = it->cur.order[it->pi];
+            if (it->k < cp->n) {
+                uint32_t st = cp->stacks[it->k];
+                int64_t v = cp->values[it->k++];
+                if (it->q.focus && !roaring_bitmap_contains(it->q.focus, st))
+                    continue;
+                p->series = it->sids[it->si - 1];
+                p->time_ms = cp->time_ms;
+                p->stack = st;
+                p->value = v;
+                return EMBER_OK;
+            }
+            it->pi++;
+            it->k = 0;
+            continue;
+        }
+        int rc = iter_load(it);
+        if (rc != EMBER_OK)
+            return rc;
+    }
+}
+
+EMBER_API void ember_iter_free(ember_iter *it)
+{
+    if (it == NULL)
+        return;
+    iter_series_clear(&it->cur);
+    em_free(it->cur.tp);
+    em_free(it->cur.order);
+    em_free(it->sids);
+    query_end(&it->q);
+    em_free(it);
+}

@@ -1,0 +1,210 @@
+/*
+** engine/store.h: private to the storage engine. The ember_db handle, the
+** LMDB sub-databases, the interned tables, write and read contexts.
+**
+** On disk (docs/file-format.md): one LMDB environment in the database
+** directory with these named sub-databases:
+**   meta       "format" -> u32 version, counters (u64, native endian)
+**   str/strh   string id -> bytes + NUL; content hash -> ids (dups)
+**   map/maph   mapping id -> record; hash -> ids        (and so on for)
+**   fn/fnh     functions, loc/loch locations, stk/stkh stacks,
+**   ser/serh   series (type + sorted labels)
+**   post       "name\0value" -> roaring bitmap of series ids
+**   fpost      function id -> roaring bitmap of stack ids
+**   chunk      (series BE32, time BE64 sign-flipped, seq BE32) -> chunk
+**   head       series id -> head summary (the unsealed chunks of a series)
+** Ids are dense uint32, assigned in order, never reused.
+*/
+#ifndef EM_STORE_H
+#define EM_STORE_H
+
+#include <lmdb.h>
+#include <pthread.h>
+#include <roaring/roaring.h>
+
+#include "engine/chunk.h"
+#include "engine/engine.h"
+
+#define EM_FORMAT_VERSION 1u
+#define EM_TYPE_LABEL "__type__"            /* the profile type as a label */
+#define EM_MAX_LABELS 64
+#define EM_MAX_LABEL_VALUE 4096
+#define EM_MAX_STACK_DEPTH 65536
+#define EM_MAX_LINES 1024
+#define EM_MAX_STRING (1u << 20)
+
+/* Internal result: LMDB's map is full. Write runners grow the map and run
+** again; it never crosses ember.h. */
+#define EM_EMAPFULL (-100)
+
+/* Interned tables, in dependency order. */
+enum { EM_T_STRING, EM_T_MAPPING, EM_T_FUNCTION, EM_T_LOCATION, EM_T_STACK,
+       EM_T_SERIES, EM_T_COUNT };
+
+/* Sub-database handles: the forward table of T is dbi[T], its reverse
+** (hash) index dbi[EM_T_COUNT + T]; then the others. */
+enum { EM_D_META = 2 * EM_T_COUNT, EM_D_POST, EM_D_FPOST, EM_D_CHUNK,
+       EM_D_HEAD, EM_D_COUNT };
+
+extern const char *const em_dbi_names[EM_D_COUNT];
+extern const char *const em_table_names[EM_T_COUNT];
+
+typedef struct em_req em_req;       /* a queued append (engine/write.c) */
+
+struct ember_db {
+    MDB_env *env;
+    MDB_dbi dbi[EM_D_COUNT];
+    char *dir;
+    ember_open_opts opts;           /* with defaults filled in */
+    bool rdonly;
+    pthread_rwlock_t resize_lock;   /* every txn holds it shared; growing
+                                    ** the map holds it exclusive */
+    pthread_mutex_t wlock;          /* this process's one writer */
+    pthread_mutex_t qmu;            /* group commit queue */
+    pthread_cond_t qcond;
+    em_req *qhead, *qtail;
+    bool leader;                    /* a thread is committing a group */
+    em_codec *wcodec;               /* the writer's codec (under wlock) */
+    pthread_t syncer;               /* EMBER_SYNC_INTERVAL thread */
+    bool syncer_running, stopping;
+    pthread_mutex_t smu;
+    pthread_cond_t scond;
+};
+
+/* Counters a write transaction keeps in memory and stores in meta. */
+typedef struct em_counters {
+    uint32_t next[EM_T_COUNT];      /* next id per table */
+    uint64_t profiles, samples;     /* stored so far */
+    uint64_t chunk_bytes;           /* payload bytes of every chunk */
+    uint64_t max_span;              /* widest chunk, max - min time */
+    uint32_t chunk_seq;             /* last chunk sequence number */
+} em_counters;
+
+/* Postings staged in a write transaction, flushed (OR-ed into the stored
+** bitmaps) at the end of each request so that a failed request drops them
+** with its nested LMDB transaction. */
+typedef struct em_staged {
+    struct em_staged_ent *ents;
+    size_t n, cap;
+} em_staged;
+
+/* A write context: an LMDB write txn plus the state it changes. */
+typedef struct em_wtxn {
+    ember_db *db;
+    MDB_txn *txn;
+    em_counters c;
+    em_staged post;                 /* "name\0value" -> new series ids */
+    em_staged fpost;                /* function id -> new stack ids */
+    em_buf rec;                     /* scratch: record encoding */
+    em_buf chunk;                   /* scratch: chunk encoding */
+} em_wtxn;
+
+/* A read context: one LMDB read txn (a snapshot). */
+typedef struct em_rtxn {
+    ember_db *db;
+    MDB_txn *txn;
+    uint32_t next[EM_T_COUNT];      /* table sizes in this snapshot */
+    uint64_t max_span;
+    em_codec *codec;
+} em_rtxn;
+
+/* ---- db.c ---------------------------------------------------------------- */
+
+/* Translates an LMDB code into an Ember code with "WHAT: lmdb message". */
+int em_lmdb(int mrc, const char *what);
+int em_rtxn_begin(ember_db *db, em_rtxn *r);
+void em_rtxn_end(em_rtxn *r);
+/* Begins the LMDB write txn of W (growing the map first when it is nearly
+** full) and loads the counters. The caller holds db->wlock. */
+int em_wtxn_begin(ember_db *db, em_wtxn *w);
+/* Commits (FLUSH first) or aborts W's txn; frees its scratch. */
+int em_wtxn_commit(em_wtxn *w);
+void em_wtxn_abort(em_wtxn *w);
+/* Grows the map (doubling); call with no txn of this thread active. */
+int em_map_grow(ember_db *db);
+int em_meta_get_u64(MDB_txn *txn, ember_db *db, const char *key,
+                    uint64_t *v);
+int em_meta_put_u64(MDB_txn *txn, ember_db *db, const char *key, uint64_t v);
+
+/* ---- table.c: interned tables ------------------------------------------- */
+
+int em_counters_load(MDB_txn *txn, ember_db *db, em_counters *c);
+int em_counters_store(em_wtxn *w);
+int em_table_intern(em_wtxn *w, int table, const uint8_t *rec, size_t len,
+                    uint32_t *id, bool *created);
+/* Finds REC in TABLE without inserting; ENOTFOUND when absent. */
+int em_table_find(MDB_txn *txn, ember_db *db, int table, const uint8_t *rec,
+                  size_t len, uint32_t *id);
+/* The stored record of ID; ENOTFOUND or ECORRUPT. Pointer into the map:
+** valid until the txn ends. */
+int em_table_get(MDB_txn *txn, ember_db *db, int table, uint32_t id,
+                 const uint8_t **rec, size_t *len);
+int em_intern_str(em_wtxn *w, const char *s, size_t len, uint32_t *id);
+/* Series: type and labels to id; new series get their postings staged. */
+int em_series_intern(em_wtxn *w, const char *type, const ember_label *labels,
+                     size_t n, uint32_t *id);
+/* Stacks: validated and interned; new ones stage function postings. */
+int em_stack_intern(em_wtxn *w, const uint32_t *locs, size_t n,
+                    uint32_t *id);
+
+/* Decoded records. Decoders check every field and reference. */
+typedef struct em_series_rec {
+    uint32_t type;                  /* string id */
+    uint32_t nlabels;
+    uint32_t names[EM_MAX_LABELS], values[EM_MAX_LABELS];  /* string ids */
+} em_series_rec;
+
+int em_series_decode(const uint8_t *p, size_t len, em_series_rec *s);
+int em_mapping_decode(const uint8_t *p, size_t len, uint64_t f[3],
+                      uint32_t *file, uint32_t *build_id);
+int em_function_decode(const uint8_t *p, size_t len, uint32_t s[3],
+                       int64_t *start_line);
+/* Location: mapping, address and NLINES lines written to FN/LINE (up to
+** CAP; *nlines gets the true count). */
+int em_location_decode(const uint8_t *p, size_t len, uint32_t *mapping,
+                       uint64_t *address, uint32_t *fn, int64_t *line,
+                       size_t cap, size_t *nlines);
+/* Stack: up to CAP location ids into LOCS, *n the true depth. */
+int em_stack_decode(const uint8_t *p, size_t len, uint32_t *locs, size_t cap,
+                    size_t *n);
+
+/* ---- postings.c ----------------------------------------------------------- */
+
+int em_staged_add(em_staged *s, const void *key, size_t klen, uint32_t id);
+void em_staged_clear(em_staged *s);
+void em_staged_free(em_staged *s);
+/* The staged bitmap of KEY, or NULL; and a walk over every entry. */
+const roaring_bitmap_t *em_staged_find(const em_staged *s, const void *key,
+                                       size_t klen);
+int em_staged_each(const em_staged *s,
+                   int (*fn)(void *ctx, const void *key, size_t klen,
+                             const roaring_bitmap_t *bm),
+                   void *ctx);
+/* ORs every staged bitmap into DBI and clears S. */
+int em_staged_flush(em_wtxn *w, em_staged *s, MDB_dbi dbi);
+/* Loads a stored bitmap (NULL-safe key); *out NULL when absent. */
+int em_bitmap_get(MDB_txn *txn, MDB_dbi dbi, const void *key, size_t klen,
+                  roaring_bitmap_t **out);
+/* The series SEL's type and matchers select, ignoring its range. */
+int em_select_series(em_rtxn *r, const ember_selector *sel,
+                     roaring_bitmap_t **out);
+/* The stacks through any function whose name matches REGEX. */
+int em_focus_stacks(em_rtxn *r, const char *regex, roaring_bitmap_t **out);
+
+/* ---- chunk keys (write.c, read.c) ------------------------------------------ */
+
+#define EM_CHUNK_KEY_LEN 16
+void em_chunk_key(uint8_t k[EM_CHUNK_KEY_LEN], uint32_t series, int64_t time,
+                  uint32_t seq);
+void em_chunk_key_parse(const uint8_t k[EM_CHUNK_KEY_LEN], uint32_t *series,
+                        int64_t *time, uint32_t *seq);
+
+/* Head summary of a series: its unsealed chunks span [min, max]. */
+typedef struct em_head {
+    uint32_t nchunks, nprofiles;
+    int64_t min_time, max_time;
+} em_head;
+
+int em_seal_series(em_wtxn *w, uint32_t series, const em_head *h);
+
+#endif /* EM_STORE_H */

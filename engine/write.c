@@ -1,0 +1,821 @@
+/*
+** engine/write.c: the write path. Profiles go to their series' head: each
+** appended profile is stored at once as a small head chunk (so an
+** acknowledged append is durable with no separate log: LMDB is the log), and
+** a series' head chunks are sealed into one compressed chunk when the window
+** of the next profile differs, when the head holds chunk_max_profiles, or on
+** ember_seal.
+**
+** Group commit: concurrent ember_append_batch callers queue requests; the
+** first becomes the leader, takes the whole queue, and runs every request in
+** a nested LMDB txn of one parent txn, so one fsync covers them all while a
+** failing request is rolled back alone. A full map aborts the group, grows
+** the map and runs the group again: callers never see it.
+*/
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "engine/store.h"
+
+#define EM_HEAD_LEVEL 1             /* zstd level of one-profile heads */
+#define EM_MAX_SAMPLES (1u << 24)   /* per profile */
+
+struct em_req {
+    const ember_profile *ps;
+    size_t n;
+    int rc;
+    bool done;
+    char msg[512];
+    em_req *next;
+};
+
+struct ember_txn {
+    ember_db *db;
+    em_wtxn w;
+    bool failed;                    /* only abort is left */
+};
+
+/* ---- chunk keys ---------------------------------------------------------------- */
+
+void em_chunk_key(uint8_t k[EM_CHUNK_KEY_LEN], uint32_t series, int64_t time,
+                  uint32_t seq)
+{
+    uint64_t t = (uint64_t)time ^ (1ull << 63);   /* signed order as bytes */
+
+    for (int i = 0; i < 4; i++)
+        k[i] = (uint8_t)(series >> (24 - 8 * i));
+    for (int i = 0; i < 8; i++)
+        k[4 + i] = (uint8_t)(t >> (56 - 8 * i));
+    for (int i = 0; i < 4; i++)
+        k[12 + i] = (uint8_t)(seq >> (24 - 8 * i));
+}
+
+void em_chunk_key_parse(const uint8_t k[EM_CHUNK_KEY_LEN], uint32_t *series,
+                        int64_t *time, uint32_t *seq)
+{
+    uint32_t s = 0, q = 0;
+    uint64_t t = 0;
+
+    for (int i = 0; i < 4; i++)
+        s = (s << 8) | k[i];
+    for (int i = 0; i < 8; i++)
+        t = (t << 8) | k[4 + i];
+    for (int i = 0; i < 4; i++)
+        q = (q << 8) | k[12 + i];
+    *series = s;
+    *time = (int64_t)(t ^ (1ull << 63));
+    *seq = q;
+}
+
+/* Stores chunk bytes BUF under a fresh key of SERIES at TIME. */
+static int chunk_put(em_wtxn *w, uint32_t series, int64_t time,
+                     const em_buf *buf)
+{
+    uint8_t key[EM_CHUNK_KEY_LEN];
+    MDB_val k = { sizeof key, key }, d = { buf->len, buf->p };
+    int mrc;
+
+    em_chunk_key(key, series, time, ++w->c.chunk_seq);
+    mrc = mdb_put(w->txn, w->db->dbi[EM_D_CHUNK], &k, &d, MDB_NOOVERWRITE);
+    if (mrc != MDB_SUCCESS)
+        return em_lmdb(mrc, "chunk put");
+    w->c.chunk_bytes += buf->len;
+    return EMBER_OK;
+}
+
+/* ---- heads ---------------------------------------------------------------------- */
+
+static int head_get(em_wtxn *w, uint32_t series, em_head *h, bool *found)
+{
+    MDB_val k = { sizeof series, &series }, d;
+    int mrc = mdb_get(w->txn, w->db->dbi[EM_D_HEAD], &k, &d);
+
+    *found = mrc == MDB_SUCCESS;
+    if (mrc == MDB_NOTFOUND)
+        return EMBER_OK;
+    if (mrc != MDB_SUCCESS)
+        return em_lmdb(mrc, "head get");
+    if (d.mv_size != sizeof *h)
+        return EM_CORRUPT("head of series %u: %zu bytes", series, d.mv_size);
+    memcpy(h, d.mv_data, sizeof *h);
+    return EMBER_OK;
+}
+
+static int head_put(em_wtxn *w, uint32_t series, const em_head *h)
+{
+    MDB_val k = { sizeof series, &series }, d = { sizeof *h, (void *)h };
+    int mrc = mdb_put(w->txn, w->db->dbi[EM_D_HEAD], &k, &d, 0);
+    return em_lmdb(mrc, "head put");
+}
+
+static int64_t window_of(int64_t t, int64_t win)
+{
+    return t / win - (t % win < 0);     /* floor division */
+}
+
+/* True when the head must be sealed before a profile at TIME joins it. */
+static bool head_full(const ember_db *db, const em_head *h, int64_t time)
+{
+    int64_t win = db->opts.chunk_window_ms;
+    return window_of(time, win) != window_of(h->min_time, win) ||
+           h->nprofiles >= db->opts.chunk_max_profiles;
+}
+
+/* ---- sealing ---------------------------------------------------------------------- */
+
+typedef struct seal_set {
+    em_chunk_profile **profs;       /* transposed head chunks */
+    uint32_t *nprof;                /* profiles in each */
+    uint8_t (*keys)[EM_CHUNK_KEY_LEN];
+    size_t n, cap;
+    size_t nprofiles;
+    uint64_t bytes;                 /* stored bytes of the head chunks */
+} seal_set;
+
+static void seal_set_free(seal_set *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        em_free(s->profs[i]);
+    em_free(s->nprof);
+    em_free(s->profs);
+    em_free(s->keys);
+}
+
+static int seal_set_grow(seal_set *s)
+{
+    size_t cap = s->cap ? s->cap * 2 : 16;
+    uint32_t *c = em_realloc(s->nprof, cap * sizeof *c);
+    em_chunk_profile **p = c ? em_realloc(s->profs, cap * sizeof *p) : NULL;
+    uint8_t (*k)[EM_CHUNK_KEY_LEN] = p ? em_realloc(s->keys, cap * sizeof *k)
+                                       : NULL;
+    if (c != NULL)
+        s->nprof = c;
+    if (p != NULL)
+        s->profs = p;
+    if (k == NULL)
+        return em_err(EMBER_ENOMEM, "seal: %zu chunks", cap);
+    s->keys = k;
+    s->cap = cap;
+    return EMBER_OK;
+}
+
+/* Decodes one head chunk into S. */
+static int seal_take(em_wtxn *w, seal_set *s, const MDB_val *k,
+                     const MDB_val *d)
+{
+    em_chunk c;
+    int rc = s->n == s->cap ? seal_set_grow(s) : EMBER_OK;
+
+    if (rc != EMBER_OK)
+        return rc;
+    rc = em_chunk_decode(w->db->wcodec, d->mv_data, d->mv_size, EM_COL_ALL,
+                         &c);
+    if (rc != EMBER_OK)
+        return rc;
+    rc = em_chunk_transpose(&c, &s->profs[s->n]);
+    s->nprof[s->n] = c.h.nprofiles;
+    em_chunk_release(&c);
+    if (rc != EMBER_OK)
+        return rc;
+    memcpy(s->keys[s->n], k->mv_data, EM_CHUNK_KEY_LEN);
+    s->nprofiles += s->nprof[s->n];
+    s->bytes += d->mv_size;
+    s->n++;
+    return EMBER_OK;
+}
+
+/* Collects the head chunks of SERIES within the head's span. */
+static int seal_collect(em_wtxn *w, uint32_t series, const em_head *h,
+                        seal_set *s)
+{
+    uint8_t start[EM_CHUNK_KEY_LEN];
+    MDB_val k = { sizeof start, start }, d;
+    MDB_cursor *cur;
+    int rc = EMBER_OK, mrc;
+
+    em_chunk_key(start, series, h->min_time, 0);
+    mrc = mdb_cursor_open(w->txn, w->db->dbi[EM_D_CHUNK], &cur);
+    if (mrc == MDB_SUCCESS)
+        mrc = mdb_cursor_get(cur, &k, &d, MDB_SET_RANGE);
+    while (mrc == MDB_SUCCESS && rc == EMBER_OK) {
+        uint32_t sid, seq;
+        int64_t t;
+        em_chunk_header hd;
+        em_chunk_key_parse(k.mv_data, &sid, &t, &seq);
+        if (k.mv_size != EM_CHUNK_KEY_LEN || sid != series || t > h->max_time)
+            break;
+        rc = em_chunk_header_read(d.mv_data, d.mv_size, &hd);
+        if (rc == EMBER_OK && (hd.flags & EM_CHUNK_HEAD))
+            rc = seal_take(w, s, &k, &d);
+        if (rc != EMBER_OK)
+            em_err_prefix(rc, "sealing series %u, chunk at t=%lld", series,
+                          (long long)t);
+        mrc = mdb_cursor_get(cur, &k, &d, MDB_NEXT);
+    }
+    mdb_cursor_close(cur);
+    if (rc == EMBER_OK && mrc != MDB_SUCCESS && mrc != MDB_NOTFOUND)
+        rc = em_lmdb(mrc, "seal scan");
+    return rc;
+}
+
+/* Encodes every profile of S into one sealed chunk and stores it. */
+static int seal_write(em_wtxn *w, uint32_t series, seal_set *s)
+{
+    em_chunk_profile *all = em_malloc(s->nprofiles * sizeof *all + 1);
+    size_t k = 0;
+    int rc;
+
+    if (all == NULL)
+        return em_err(EMBER_ENOMEM, "seal: %zu profiles", s->nprofiles);
+    for (size_t i = 0; i < s->n; i++)
+        for (uint32_t j = 0; j < s->nprof[i]; j++)
+            all[k++] = s->profs[i][j];
+    w->chunk.len = 0;
+    rc = em_chunk_encode(w->db->wcodec, all, k, 0, w->db->opts.zstd_level,
+                         &w->chunk);
+    if (rc == EMBER_OK && k > 0) {
+        em_chunk_header hd;
+        rc = em_chunk_header_read(w->chunk.p, w->chunk.len, &hd);
+        if (rc == EMBER_OK && (uint64_t)(hd.max_time - hd.min_time) >
+            w->c.max_span)
+            w->c.max_span = (uint64_t)(hd.max_time - hd.min_time);
+        if (rc == EMBER_OK)
+            rc = chunk_put(w, series, hd.min_time, &w->chunk);
+    }
+    em_free(all);
+    return rc;
+}
+
+static int seal_delete(em_wtxn *w, uint32_t series, const seal_set *s)
+{
+    MDB_val hk = { sizeof series, &series };
+    int mrc = MDB_SUCCESS;
+
+    for (size_t i = 0; i < s->n && mrc == MDB_SUCCESS; i++) {
+        MDB_val k = { EM_CHUNK_KEY_LEN, s->keys[i] };
+        mrc = mdb_del(w->txn, w->db->dbi[EM_D_CHUNK], &k, NULL);
+    }
+    if (mrc == MDB_SUCCESS)
+        mrc = mdb_del(w->txn, w->db->dbi[EM_D_HEAD], &hk, NULL);
+    if (mrc == MDB_NOTFOUND)
+        mrc = MDB_SUCCESS;
+    w->c.chunk_bytes -= s->bytes;
+    return em_lmdb(mrc, "seal delete");
+}
+
+int em_seal_series(em_wtxn *w, uint32_t series, const em_head *h)
+{
+    seal_set s;
+    int rc;
+
+    memset(&s, 0, sizeof s);
+    rc = seal_collect(w, series, h, &s);
+    if (rc == EMBER_OK)
+        rc = seal_write(w, series, &s);
+    if (rc == EMBER_OK)
+        rc = seal_delete(w, series, &s);
+    seal_set_free(&s);
+    return rc;
+}
+
+/* ---- appending one profile ---------------------------------------------------------- */
+
+static int sample_cmp(const void *a, const void *b)
+{
+    uint32_t x = ((const ember_sample *)a)->stack;
+    uint32_t y = ((const ember_sample *)b)->stack;
+    return (x > y) - (x < y);
+}
+
+/* Copies P's samples sorted by stack, duplicates summed, into OUT. */
+static int samples_canon(const em_wtxn *w, const ember_profile *p,
+                         ember_sample **out, uint32_t *nout)
+{
+    ember_sample *s = em_malloc(p->nsamples * sizeof *s + 1);
+    uint32_t n = 0;
+
+    if (s == NULL)
+        return em_err(EMBER_ENOMEM, "append: %zu samples", p->nsamples);
+    memcpy(s, p->samples, p->nsamples * sizeof *s);
+    qsort(s, p->nsamples, sizeof *s, sample_cmp);
+    for (size_t i = 0; i < p->nsamples; i++) {
+        if (s[i].stack >= w->c.next[EM_T_STACK]) {
+            em_free(s);
+            return em_err(EMBER_EINVAL, "sample %zu: no stack %u", i,
+                          s[i].stack);
+        }
+        if (n > 0 && s[n - 1].stack == s[i].stack)
+            s[n - 1].value = em_add_wrap(s[n - 1].value, s[i].value);
+        else
+            s[n++] = s[i];
+    }
+    *out = s;
+    *nout = n;
+    return EMBER_OK;
+}
+
+static int profile_check(const ember_profile *p, size_t i)
+{
+    if (p == NULL || p->sz < sizeof *p)
+        return em_err(EMBER_EINVAL, "profile %zu: sz is not "
+                      "sizeof(ember_profile)", i);
+    if (p->nsamples > EM_MAX_SAMPLES)
+        return em_err(EMBER_ELIMIT, "profile %zu: %zu samples (limit %u)", i,
+                      p->nsamples, EM_MAX_SAMPLES);
+    if (p->nsamples > 0 && p->samples == NULL)
+        return em_err(EMBER_EINVAL, "profile %zu: samples is NULL", i);
+    if (p->nlabels > 0 && p->labels == NULL)
+        return em_err(EMBER_EINVAL, "profile %zu: labels is NULL", i);
+    return em_profile_type_check(p->type);
+}
+
+/* Writes SERIES' new head chunk holding P's canonical samples S[N]. */
+static int head_append(em_wtxn *w, uint32_t series, const ember_profile *p,
+                       const ember_sample *s, uint32_t n)
+{
+    uint32_t *stacks = em_malloc(((size_t)n + 1) * sizeof *stacks);
+    int64_t *values = em_malloc(((size_t)n + 1) * sizeof *values);
+    em_chunk_profile cp = { p->time_ms, p->duration_ns, p->period, stacks,
+                            values, n };
+    int rc = stacks && values ? EMBER_OK
+             : em_err(EMBER_ENOMEM, "append: %u samples", n);
+
+    for (uint32_t i = 0; rc == EMBER_OK && i < n; i++) {
+        stacks[i] = s[i].stack;
+        values[i] = s[i].value;
+    }
+    w->chunk.len = 0;
+    if (rc == EMBER_OK)
+        rc = em_chunk_encode(w->db->wcodec, &cp, 1, EM_CHUNK_HEAD,
+                             EM_HEAD_LEVEL, &w->chunk);
+    if (rc == EMBER_OK)
+        rc = chunk_put(w, series, p->time_ms, &w->chunk);
+    em_free(stacks);
+    em_free(values);
+    return rc;
+}
+
+/* Seals SERIES' head when P cannot join it, then records P in the head. */
+static int head_update(em_wtxn *w, uint32_t series, int64_t time)
+{
+    em_head h;
+    bool found;
+    int rc = head_get(w, series, &h, &found);
+
+    if (rc == EMBER_OK && found && head_full(w->db, &h, time)) {
+        rc = em_seal_series(w, series, &h);
+        found = false;
+    }
+    if (rc != EMBER_OK)
+        return rc;
+    if (!found) {
+        h.nchunks = h.nprofiles = 0;
+        h.min_time = h.max_time = time;
+    }
+    h.nchunks++;
+    h.nprofiles++;
+    h.min_time = time < h.min_time ? time : h.min_time;
+    h.max_time = time > h.max_time ? time : h.max_time;
+    return head_put(w, series, &h);
+}
+
+static int write_profile(em_wtxn *w, const ember_profile *p, size_t i)
+{
+    ember_sample *s = NULL;
+    uint32_t series, n = 0;
+    int rc = profile_check(p, i);
+
+    if (rc == EMBER_OK)
+        rc = em_series_intern(w, p->type, p->labels, p->nlabels, &series);
+    if (rc == EMBER_OK)
+        rc = samples_canon(w, p, &s, &n);
+    if (rc == EMBER_OK)
+        rc = head_update(w, series, p->time_ms);
+    if (rc == EMBER_OK)
+        rc = head_append(w, series, p, s, n);
+    if (rc == EMBER_OK) {
+        w->c.profiles++;
+        w->c.samples += n;
+    }
+    em_free(s);
+    return rc;
+}
+
+/* ---- nested requests ------------------------------------------------------------------ */
+
+/* Runs FN inside a nested txn of W: on failure only its effects vanish. */
+static int nested(em_wtxn *w, int (*fn)(em_wtxn *, void *), void *ctx)
+{
+    MDB_txn *parent = w->txn, *child;
+    em_counters saved = w->c;
+    int rc, mrc = mdb_txn_begin(w->db->env, parent, 0, &child);
+
+    if (mrc != MDB_SUCCESS)
+        return em_lmdb(mrc, "nested begin");
+    w->txn = child;
+    rc = fn(w, ctx);
+    if (rc == EMBER_OK)
+        rc = em_staged_flush(w, &w->post, w->db->dbi[EM_D_POST]);
+    if (rc == EMBER_OK)
+        rc = em_staged_flush(w, &w->fpost, w->db->dbi[EM_D_FPOST]);
+    if (rc == EMBER_OK) {
+        mrc = mdb_txn_commit(child);
+        rc = em_lmdb(mrc, "nested commit");
+    } else {
+        mdb_txn_abort(child);
+    }
+    if (rc != EMBER_OK) {
+        w->c = saved;
+        em_staged_clear(&w->post);
+        em_staged_clear(&w->fpost);
+    }
+    w->txn = parent;
+    return rc;
+}
+
+static int request_fn(em_wtxn *w, void *ctx)
+{
+    em_req *q = ctx;
+    int rc = EMBER_OK;
+
+    for (size_t i = 0; i < q->n && rc == EMBER_OK; i++)
+        rc = write_profile(w, &q->ps[i], i);
+    return rc;
+}
+
+/* Runs the group LIST in one txn; EM_EMAPFULL means grow and run again. */
+static int group_try(ember_db *db, em_req *list)
+{
+    em_wtxn w;
+    int rc = em_wtxn_begin(db, &w);
+
+    for (em_req *q = list; q != NULL && rc == EMBER_OK; q = q->next) {
+        q->rc = nested(&w, request_fn, q);
+        if (q->rc == EM_EMAPFULL)
+            rc = EM_EMAPFULL;
+        else if (q->rc != EMBER_OK)
+            snprintf(q->msg, sizeof q->msg, "%s", em_errmsg());
+    }
+    if (rc == EMBER_OK)
+        rc = em_wtxn_commit(&w);
+    else
+        em_wtxn_abort(&w);
+    return rc;
+}
+
+static void group_run(ember_db *db, em_req *list)
+{
+    int rc;
+
+    while ((rc = group_try(db, list)) == EM_EMAPFULL) {
+        if ((rc = em_map_grow(db)) != EMBER_OK)
+            break;
+    }
+    for (em_req *q = list; q != NULL && rc != EMBER_OK; q = q->next) {
+        if (q->rc == EMBER_OK || q->rc == EM_EMAPFULL)
+            q->rc = rc;
+        snprintf(q->msg, sizeof q->msg, "%s", em_errmsg());
+    }
+}
+
+/* Leads groups until the caller's own request Q is done. */
+static void group_wait(ember_db *db, em_req *q)
+{
+    pthread_mutex_lock(&db->qmu);
+    if (db->qtail != NULL)
+        db->qtail->next = q;
+    else
+        db->qhead = q;
+    db->qtail = q;
+    while (!q->done) {
+        em_req *list;
+        if (db->leader) {
+            pthread_cond_wait(&db->qcond, &db->qmu);
+            continue;
+        }
+        db->leader = true;
+        list = db->qhead;
+        db->qhead = db->qtail = NULL;
+        pthread_mutex_unlock(&db->qmu);
+        pthread_mutex_lock(&db->wlock);
+        group_run(db, list);
+        pthread_mutex_unlock(&db->wlock);
+        pthread_mutex_lock(&db->qmu);
+        for (em_req *r = list, *next; r != NULL; r = next) {
+            next = r->next;
+            r->done = true;         /* R's owner may return once we unlock */
+        }
+        db->leader = false;
+        pthread_cond_broadcast(&db->qcond);
+    }
+    pthread_mutex_unlock(&db->qmu);
+}
+
+EMBER_API int ember_append_batch(ember_db *db, const ember_profile *ps,
+                                 size_t n)
+{
+    em_req q;
+
+    em_err_clear();
+    if (db == NULL || (ps == NULL && n > 0))
+        return em_err(EMBER_EINVAL, "ember_append_batch: NULL argument");
+    if (db->rdonly)
+        return em_err(EMBER_EINVAL, "%s: opened read-only", db->dir);
+    memset(&q, 0, sizeof q);
+    q.ps = ps;
+    q.n = n;
+    group_wait(db, &q);
+    if (q.rc != EMBER_OK)
+        return em_err(q.rc, "%s", q.msg);
+    return EMBER_OK;
+}
+
+EMBER_API int ember_append(ember_db *db, const ember_profile *p)
+{
+    return ember_append_batch(db, p, 1);
+}
+
+/* ---- explicit transactions -------------------------------------------------------------- */
+
+/* Public face of an internal code: a full map inside an explicit txn. */
+static int txn_result(ember_txn *t, int rc)
+{
+    if (rc == EM_EMAPFULL) {
+        t->failed = true;
+        return em_err(EMBER_ELIMIT, "transaction outgrew the free map space "
+                      "and was rolled back; commit smaller transactions");
+    }
+    if (rc != EMBER_OK && rc != EMBER_EINVAL && rc != EMBER_ELIMIT)
+        t->failed = true;
+    return rc;
+}
+
+static int txn_usable(const ember_txn *t)
+{
+    if (t == NULL)
+        return em_err(EMBER_EINVAL, "NULL transaction");
+    if (t->failed)
+        return em_err(EMBER_EINVAL, "transaction failed earlier; abort it");
+    return EMBER_OK;
+}
+
+EMBER_API int ember_txn_begin(ember_db *db, ember_txn **out)
+{
+    ember_txn *t;
+    int rc;
+
+    em_err_clear();
+    if (db == NULL || out == NULL)
+        return em_err(EMBER_EINVAL, "ember_txn_begin: NULL argument");
+    *out = NULL;
+    t = em_calloc(1, sizeof *t);
+    if (t == NULL)
+        return em_err(EMBER_ENOMEM, "transaction handle");
+    t->db = db;
+    pthread_mutex_lock(&db->wlock);
+    rc = em_wtxn_begin(db, &t->w);
+    if (rc != EMBER_OK) {
+        pthread_mutex_unlock(&db->wlock);
+        em_free(t);
+        return rc;
+    }
+    *out = t;
+    return EMBER_OK;
+}
+
+EMBER_API int ember_txn_commit(ember_txn *t)
+{
+    int rc;
+
+    em_err_clear();
+    if (t == NULL)
+        return em_err(EMBER_EINVAL, "NULL transaction");
+    if (t->failed) {
+        em_wtxn_abort(&t->w);
+        rc = em_err(EMBER_EINVAL, "transaction failed earlier; rolled back");
+    } else {
+        rc = txn_result(t, em_wtxn_commit(&t->w));
+    }
+    pthread_mutex_unlock(&t->db->wlock);
+    em_free(t);
+    return rc;
+}
+
+EMBER_API void ember_txn_abort(ember_txn *t)
+{
+    if (t == NULL)
+        return;
+    em_wtxn_abort(&t->w);
+    pthread_mutex_unlock(&t->db->wlock);
+    em_free(t);
+}
+
+EMBER_API int ember_intern_string(ember_txn *t, const char *s, size_t len,
+                                  uint32_t *id)
+{
+    int rc = txn_usable(t);
+
+    em_err_clear();
+    if (rc == EMBER_OK && (id == NULL || (s == NULL && len > 0)))
+        rc = em_err(EMBER_EINVAL, "ember_intern_string: NULL argument");
+    if (rc != EMBER_OK)
+        return rc;
+    return txn_result(t, em_intern_str(&t->w, s == NULL ? "" : s, len, id));
+}
+
+static const char *nz(const char *s)
+{
+    return s == NULL ? "" : s;
+}
+
+EMBER_API int ember_intern_mapping(ember_txn *t, const ember_mapping *m,
+                                   uint32_t *id)
+{
+    uint32_t file, build;
+    uint8_t rec[5 * EM_VARINT_MAX];
+    size_t n = 0;
+    int rc = txn_usable(t);
+
+    em_err_clear();
+    if (rc == EMBER_OK && (m == NULL || id == NULL))
+        rc = em_err(EMBER_EINVAL, "ember_intern_mapping: NULL argument");
+    if (rc == EMBER_OK)
+        rc = em_intern_str(&t->w, nz(m->file), strlen(nz(m->file)), &file);
+    if (rc == EMBER_OK)
+        rc = em_intern_str(&t->w, nz(m->build_id), strlen(nz(m->build_id)),
+                           &build);
+    if (rc != EMBER_OK)
+        return txn_result(t, rc);
+    n += em_varint_put(rec + n, m->start);
+    n += em_varint_put(rec + n, m->limit);
+    n += em_varint_put(rec + n, m->offset);
+    n += em_varint_put(rec + n, file);
+    n += em_varint_put(rec + n, build);
+    return txn_result(t, em_table_intern(&t->w, EM_T_MAPPING, rec, n, id,
+                                         NULL));
+}
+
+EMBER_API int ember_intern_function(ember_txn *t, const ember_function *f,
+                                    uint32_t *id)
+{
+    const char *s[3];
+    uint32_t sid[3];
+    uint8_t rec[4 * EM_VARINT_MAX];
+    size_t n = 0;
+    int rc = txn_usable(t);
+
+    em_err_clear();
+    if (rc == EMBER_OK && (f == NULL || id == NULL))
+        rc = em_err(EMBER_EINVAL, "ember_intern_function: NULL argument");
+    if (rc != EMBER_OK)
+        return rc;
+    s[0] = nz(f->name);
+    s[1] = nz(f->system_name);
+    s[2] = nz(f->file);
+    for (int i = 0; i < 3 && rc == EMBER_OK; i++) {
+        rc = em_intern_str(&t->w, s[i], strlen(s[i]), &sid[i]);
+        n += em_varint_put(rec + n, sid[i]);
+    }
+    n += em_varint_put(rec + n, em_zigzag(f->start_line));
+    if (rc == EMBER_OK)
+        rc = em_table_intern(&t->w, EM_T_FUNCTION, rec, n, id, NULL);
+    return txn_result(t, rc);
+}
+
+EMBER_API int ember_intern_location(ember_txn *t, const ember_location *l,
+                                    uint32_t *id)
+{
+    em_buf *b;
+    int rc = txn_usable(t);
+
+    em_err_clear();
+    if (rc == EMBER_OK && (l == NULL || id == NULL ||
+                           (l->nlines > 0 && l->lines == NULL)))
+        rc = em_err(EMBER_EINVAL, "ember_intern_location: NULL argument");
+    if (rc == EMBER_OK && l->nlines > EM_MAX_LINES)
+        rc = em_err(EMBER_ELIMIT, "location with %zu lines (limit %d)",
+                    l->nlines, EM_MAX_LINES);
+    if (rc == EMBER_OK && l->mapping >= t->w.c.next[EM_T_MAPPING])
+        rc = em_err(EMBER_EINVAL, "location: no mapping %u", l->mapping);
+    for (size_t i = 0; rc == EMBER_OK && i < l->nlines; i++)
+        if (l->lines[i].function >= t->w.c.next[EM_T_FUNCTION])
+            rc = em_err(EMBER_EINVAL, "location line %zu: no function %u", i,
+                        l->lines[i].function);
+    if (rc != EMBER_OK)
+        return rc;
+    b = &t->w.rec;
+    b->len = 0;
+    rc = em_buf_varint(b, l->mapping);
+    if (rc == EMBER_OK)
+        rc = em_buf_varint(b, l->address);
+    if (rc == EMBER_OK)
+        rc = em_buf_varint(b, l->nlines);
+    for (size_t i = 0; rc == EMBER_OK && i < l->nlines; i++) {
+        rc = em_buf_varint(b, l->lines[i].function);
+        if (rc == EMBER_OK)
+            rc = em_buf_varint(b, em_zigzag(l->lines[i].line));
+    }
+    if (rc == EMBER_OK)
+        rc = em_table_intern(&t->w, EM_T_LOCATION, b->p, b->len, id, NULL);
+    return txn_result(t, rc);
+}
+
+EMBER_API int ember_intern_stack(ember_txn *t, const uint32_t *locs,
+                                 size_t n, uint32_t *id)
+{
+    int rc = txn_usable(t);
+
+    em_err_clear();
+    if (rc == EMBER_OK && (id == NULL || (n > 0 && locs == NULL)))
+        rc = em_err(EMBER_EINVAL, "ember_intern_stack: NULL argument");
+    if (rc != EMBER_OK)
+        return rc;
+    return txn_result(t, em_stack_intern(&t->w, locs, n, id));
+}
+
+typedef struct append_ctx {
+    const ember_profile *p;
+} append_ctx;
+
+static int append_fn(em_wtxn *w, void *ctx)
+{
+    return write_profile(w, ((append_ctx *)ctx)->p, 0);
+}
+
+EMBER_API int ember_txn_append(ember_txn *t, const ember_profile *p)
+{
+    append_ctx a = { p };
+    int rc = txn_usable(t);
+
+    em_err_clear();
+    /* Stage-flush what earlier calls interned, so that a failing append's
+    ** nested txn drops only its own postings. */
+    if (rc == EMBER_OK)
+        rc = em_staged_flush(&t->w, &t->w.post, t->db->dbi[EM_D_POST]);
+    if (rc == EMBER_OK)
+        rc = em_staged_flush(&t->w, &t->w.fpost, t->db->dbi[EM_D_FPOST]);
+    if (rc == EMBER_OK)
+        rc = nested(&t->w, append_fn, &a);
+    return txn_result(t, rc);
+}
+
+/* ---- sealing every head ------------------------------------------------------------------ */
+
+#define EM_SEAL_BATCH 64            /* series sealed per txn */
+
+/* Seals up to EM_SEAL_BATCH heads in one txn; *more when some remain. */
+static int seal_some(ember_db *db, bool *more)
+{
+    em_wtxn w;
+    MDB_cursor *cur = NULL;
+    MDB_val k, d;
+    int n = 0, mrc, rc = em_wtxn_begin(db, &w);
+
+    *more = false;
+    if (rc != EMBER_OK)
+        return rc;
+    mrc = mdb_cursor_open(w.txn, db->dbi[EM_D_HEAD], &cur);
+    while (rc == EMBER_OK && mrc == MDB_SUCCESS && n < EM_SEAL_BATCH &&
+           (mrc = mdb_cursor_get(cur, &k, &d, MDB_FIRST)) == MDB_SUCCESS) {
+        uint32_t series;
+        em_head h;
+        if (k.mv_size != sizeof series || d.mv_size != sizeof h) {
+            rc = EM_CORRUPT("head table: entry of %zu/%zu bytes", k.mv_size,
+                            d.mv_size);
+            break;
+        }
+        memcpy(&series, k.mv_data, sizeof series);
+        memcpy(&h, d.mv_data, sizeof h);
+        rc = em_seal_series(&w, series, &h);    /* deletes the head */
+        n++;
+    }
+    if (cur != NULL)
+        mdb_cursor_close(cur);
+    if (rc == EMBER_OK && mrc != MDB_SUCCESS && mrc != MDB_NOTFOUND)
+        rc = em_lmdb(mrc, "seal");
+    *more = rc == EMBER_OK && mrc == MDB_SUCCESS;
+    if (rc == EMBER_OK)
+        return em_wtxn_commit(&w);
+    em_wtxn_abort(&w);
+    return rc;
+}
+
+EMBER_API int ember_seal(ember_db *db)
+{
+    bool more = true;
+    int rc = EMBER_OK;
+
+    em_err_clear();
+    if (db == NULL)
+        return em_err(EMBER_EINVAL, "ember_seal: NULL database");
+    pthread_mutex_lock(&db->wlock);
+    while (more && rc == EMBER_OK) {
+        rc = seal_some(db, &more);
+        if (rc == EM_EMAPFULL) {
+            rc = em_map_grow(db);
+            more = true;
+        }
+    }
+    pthread_mutex_unlock(&db->wlock);
+    return rc;
+}

@@ -1,0 +1,35 @@
+/*
+** tests/unit/common/testutil.h: helpers shared by the engine tests: scratch
+** database directories, a tiny symbol set, profile builders.
+*/
+#ifndef EM_TESTUTIL_H
+#define EM_TESTUTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ember.h"
+
+/* A fresh empty directory under /tmp; free with tu_rmdir. */
+char *tu_tmpdir(const char *tag);
+void tu_rmdir(char *dir);
+
+/* Opens DIR with defaults (or a small map when SMALL), asserting success. */
+ember_db *tu_open(const char *dir, int small);
+
+/* Interns a stack of N frames named by NAMES (leaf first); returns its id. */
+uint32_t tu_stack(ember_db *db, const char *const *names, size_t n);
+
+/* A stack named "f<a>;f<b>;..." style: interns stack number K of a family
+** of synthetic stacks (depth 3..10) and returns its id. */
+uint32_t tu_synthetic_stack(ember_db *db, uint32_t k);
+
+/* Builds a profile in static storage valid until the next call. */
+ember_profile tu_profile(const char *type, const ember_label *labels,
+                         size_t nlabels, int64_t time_ms,
+                         const ember_sample *samples, size_t n);
+
+/* Counts problems reported by ember_verify (prints them). */
+uint64_t tu_verify(ember_db *db);
+
+#endif
