@@ -1,0 +1,161 @@
+/*
+** repl/main.c: the `ember` binary's entry point and its command table. The
+** table is the one list of what ember can do: dispatch, `ember --help` and
+** `ember help CMD` all read it, so a command cannot exist without its help.
+*/
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "repl/cli.h"
+
+static int cmd_help(int argc, char **argv);
+
+const em_cmd em_commands[] = {
+    { "import", "-d DIR [--format auto|collapsed] [--type T] [-l k=v]... "
+      "[--time T] FILE|DIR...",
+      "store profiles from files",
+      "Reads each FILE (a directory is read recursively) and stores it as one\n"
+      "profile. Collapsed stacks (`root;...;leaf VALUE` per line) are read\n"
+      "today; pprof and `perf script` input come with a later release.\n"
+      "  --type T   profile type (default "
+      "process_cpu:samples:count:cpu:nanoseconds:delta)\n"
+      "  -l k=v     a series label; repeat for more\n"
+      "  --time T   the profile time (RFC 3339, unix s or ms, now, -1h);\n"
+      "             default: the file name when it is unix ms\n"
+      "             (1732170000000.txt), else the file's mtime\n",
+      em_cmd_import },
+    { "query", "-d DIR [--from T] [--to T] [-o top|collapsed] "
+      "[--limit N] [--cum] 'SELECTOR'",
+      "merge matching profiles and print them",
+      "Merges every profile SELECTOR matches in the range (default: all\n"
+      "stored time) and prints it. SELECTOR is TYPE{label=\"value\", ...}\n"
+      "with the matchers = != =~ !~ (docs/query-language.md).\n"
+      "  -o top        flat/cum table as `go tool pprof -top` (default)\n"
+      "  -o collapsed  root;...;leaf VALUE per stack\n"
+      "  --limit N     at most N rows of top\n"
+      "  --cum         sort top by cum instead of flat\n",
+      em_cmd_query },
+    { "stats", "-d DIR", "print what the database holds and its size",
+      "Series, profiles, samples, distinct stacks, functions, locations,\n"
+      "bytes on disk by table and bytes per sample.\n", em_cmd_stats },
+    { "verify", "-d DIR", "check every table and chunk; exit 1 on damage",
+      "Walks every chunk (checksums, decoding, stack references) and every\n"
+      "table (records, references, hash indexes, postings) and prints each\n"
+      "problem with what and where. Exit status 1 when damage was found.\n",
+      em_cmd_verify },
+    { "help", "[COMMAND]", "show help for a command", NULL, cmd_help },
+};
+const unsigned em_ncommands = sizeof em_commands / sizeof em_commands[0];
+
+int em_cli_fail(int status, const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+
+    fprintf(stderr, "ember %s: ", cmd);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return status;
+}
+
+static const em_cmd *cmd_find(const char *name)
+{
+    for (unsigned i = 0; i < em_ncommands; i++)
+        if (strcmp(em_commands[i].name, name) == 0)
+            return &em_commands[i];
+    return NULL;
+}
+
+int em_cli_usage(const char *name)
+{
+    const em_cmd *c = cmd_find(name);
+    if (c != NULL)
+        fprintf(stderr, "usage: ember %s %s\n", c->name, c->usage);
+    return 2;
+}
+
+int em_cli_label(char *arg, ember_label *out)
+{
+    char *eq = strchr(arg, '=');
+
+    if (eq == NULL || eq == arg)
+        return EMBER_EINVAL;
+    *eq = '\0';
+    out->name = arg;
+    out->value = eq + 1;
+    return EMBER_OK;
+}
+
+int em_cli_open(const char *cmd, const char *dir, int rdonly, ember_db **db)
+{
+    ember_open_opts o = { .sz = sizeof o };
+    int rc;
+
+    if (rdonly)
+        o.flags = EMBER_OPEN_RDONLY;
+    rc = ember_open(dir, &o, db);
+    if (rc != EMBER_OK) {
+        em_cli_fail(1, cmd, "%s", ember_errmsg(*db));
+        ember_close(*db);
+        *db = NULL;
+    }
+    return rc;
+}
+
+int64_t em_cli_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void usage_all(FILE *f)
+{
+    fprintf(f, "ember %s: an embedded time-series database for profiles\n\n"
+            "usage: ember COMMAND [ARGS]\n\ncommands:\n",
+            EMBER_VERSION_STRING);
+    for (unsigned i = 0; i < em_ncommands; i++)
+        fprintf(f, "  %-8s %s\n", em_commands[i].name, em_commands[i].summary);
+    fprintf(f, "\n`ember help COMMAND` shows a command's arguments.\n");
+}
+
+static int cmd_help(int argc, char **argv)
+{
+    const em_cmd *c;
+
+    if (argc < 2) {
+        usage_all(stdout);
+        return 0;
+    }
+    c = cmd_find(argv[1]);
+    if (c == NULL)
+        return em_cli_fail(2, "help", "no command \"%s\"", argv[1]);
+    printf("usage: ember %s %s\n\n%s\n", c->name, c->usage, c->summary);
+    if (c->help != NULL)
+        printf("\n%s", c->help);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const em_cmd *c;
+
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 ||
+        strcmp(argv[1], "-h") == 0) {
+        usage_all(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("ember %s\n", EMBER_VERSION_STRING);
+        return 0;
+    }
+    c = cmd_find(argv[1]);
+    if (c == NULL) {
+        em_cli_fail(2, argv[1], "no such command (see `ember --help`)");
+        return 2;
+    }
+    return c->run(argc - 1, argv + 1);
+}
