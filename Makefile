@@ -4,6 +4,7 @@
 
 .DELETE_ON_ERROR:
 .SUFFIXES:
+.SECONDARY:
 .DEFAULT_GOAL := all
 
 BUILD ?= build

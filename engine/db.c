@@ -67,9 +67,19 @@ static int txn_begin_raw(ember_db *db, MDB_txn *parent, unsigned flags,
 {
     int mrc = mdb_txn_begin(db->env, parent, flags, txn);
     if (mrc == MDB_MAP_RESIZED) {
-        /* Only safe with no txn active here: drop our share, adopt, retry. */
+        /* Only safe with no txn active here: drop our share, adopt, retry.
+        ** A thread that holds another snapshot would wait for itself, so
+        ** the wait is bounded. */
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += EM_GROW_WAIT_S;
         pthread_rwlock_unlock(&db->resize_lock);
-        pthread_rwlock_wrlock(&db->resize_lock);
+        if (pthread_rwlock_timedwrlock(&db->resize_lock, &until) != 0) {
+            pthread_rwlock_rdlock(&db->resize_lock);
+            return em_err(EMBER_EBUSY, "another process grew the map and "
+                          "this process kept transactions open for %d s",
+                          EM_GROW_WAIT_S);
+        }
         mrc = mdb_env_set_mapsize(db->env, 0);
         pthread_rwlock_unlock(&db->resize_lock);
         pthread_rwlock_rdlock(&db->resize_lock);
@@ -319,6 +329,8 @@ static void opts_defaults(ember_db *db, const ember_open_opts *in)
         o->chunk_window_ms = 3600 * 1000;
     if (o->chunk_max_profiles == 0)
         o->chunk_max_profiles = 720;
+    if (o->chunk_max_profiles > EM_CHUNK_MAX_PROFILES)
+        o->chunk_max_profiles = EM_CHUNK_MAX_PROFILES;
     if (o->zstd_level == 0)
         o->zstd_level = 3;
 }
@@ -501,6 +513,8 @@ EMBER_API int ember_open(const char *dir, const ember_open_opts *opts,
     int rc;
 
     em_err_clear();
+    if (out != NULL)
+        *out = NULL;
     if (dir == NULL || out == NULL)
         return em_err(EMBER_EINVAL, "ember_open: NULL argument");
     rc = db_new(dir, opts, &db);

@@ -275,6 +275,7 @@ static int matcher_positive(em_rtxn *r, const ember_matcher *m,
     bool empty_matches;
     int rc;
 
+    *out = NULL;
     if (re && (rc = em_regex_compile(m->value, &rx)) != EMBER_OK)
         return em_err_prefix(rc, "matcher %s", m->name);
     if (re && em_regex_is_literal(rx)) {
@@ -302,6 +303,10 @@ static int matcher_positive(em_rtxn *r, const ember_matcher *m,
             roaring_bitmap_free(has);
     }
     em_regex_free(rx);
+    if (rc != EMBER_OK && *out != NULL) {   /* the "" half failed */
+        roaring_bitmap_free(*out);
+        *out = NULL;
+    }
     return rc;
 }
 

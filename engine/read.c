@@ -647,8 +647,9 @@ EMBER_API int ember_select(ember_db *db, const ember_selector *sel,
     it->nsids = (size_t)roaring_bitmap_get_cardinality(it->q.series);
     it->sids = em_malloc(it->nsids * sizeof *it->sids + 1);
     if (it->sids == NULL) {
-        ember_iter_free(it);
-        return em_err(EMBER_ENOMEM, "iterator: %zu series", it->nsids);
+        rc = em_err(EMBER_ENOMEM, "iterator: %zu series", it->nsids);
+        ember_iter_free(it);            /* after the message: it names it */
+        return rc;
     }
     roaring_bitmap_to_uint32_array(it->q.series, it->sids);
     *out = it;

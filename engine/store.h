@@ -28,7 +28,9 @@
 #define EM_FORMAT_VERSION 1u
 #define EM_TYPE_LABEL "__type__"            /* the profile type as a label */
 #define EM_MAX_LABELS 64
-#define EM_MAX_LABEL_VALUE 4096
+/* Postings keys are "name\0value" and LMDB keys hold at most 511 bytes. */
+#define EM_MAX_LABEL_NAME 64
+#define EM_MAX_LABEL_VALUE 400
 #define EM_MAX_STACK_DEPTH 65536
 #define EM_MAX_LINES 1024
 #define EM_MAX_STRING (1u << 20)
@@ -203,6 +205,7 @@ void em_chunk_key_parse(const uint8_t k[EM_CHUNK_KEY_LEN], uint32_t *series,
 typedef struct em_head {
     uint32_t nchunks, nprofiles;
     int64_t min_time, max_time;
+    uint64_t nsamples;              /* bounds what one seal encodes */
 } em_head;
 
 int em_seal_series(em_wtxn *w, uint32_t series, const em_head *h);

@@ -293,7 +293,7 @@ static int labels_canon(const ember_label *in, size_t n, label_ref *out,
 static int series_stage(em_wtxn *w, const char *type, const label_ref *l,
                         size_t n, uint32_t id)
 {
-    char key[EM_MAX_LABEL_VALUE + 1100];
+    char key[EM_MAX_LABEL_NAME + EM_MAX_LABEL_VALUE + 16];
     int rc = EMBER_OK;
 
     for (size_t i = 0; i <= n && rc == EMBER_OK; i++) {

@@ -20,8 +20,9 @@ int em_label_name_check(const char *name)
                           "label name \"%s\": character %zu must be a letter, "
                           "'_'%s", name, i + 1, i > 0 ? " or a digit" : "");
     }
-    if (i > 255)
-        return em_err(EMBER_ELIMIT, "label name longer than 255 bytes");
+    if (i > 64)
+        return em_err(EMBER_ELIMIT, "label name \"%.20s...\" longer than 64 "
+                      "bytes", name);
     return EMBER_OK;
 }
 
@@ -33,8 +34,8 @@ int em_profile_type_check(const char *type)
     if (type == NULL || type[0] == '\0')
         return em_err(EMBER_EINVAL, "profile type is empty");
     len = strlen(type);
-    if (len > 1024)
-        return em_err(EMBER_ELIMIT, "profile type longer than 1024 bytes");
+    if (len > 400)     /* it is a postings key value: see EM_MAX_LABEL_VALUE */
+        return em_err(EMBER_ELIMIT, "profile type longer than 400 bytes");
     for (const char *c = type; *c != '\0'; c++) {
         if (*c == ':')
             parts++;

@@ -63,7 +63,7 @@ static void ref(vctx *v, const char *table, uint32_t id, int target,
 static int stage_label(vctx *v, const char *name, const char *value,
                        uint32_t series)
 {
-    char key[EM_MAX_LABEL_VALUE + 1200];
+    char key[EM_MAX_LABEL_NAME + EM_MAX_LABEL_VALUE + 16];
     size_t a = strlen(name), b = strlen(value);
 
     if (a + b + 1 > sizeof key)
@@ -260,18 +260,19 @@ static void key_text(const void *key, size_t klen, bool fn, char *out,
                      size_t cap)
 {
     uint32_t f;
+    size_t n = 0;
 
     if (fn && klen == sizeof f) {
         memcpy(&f, key, sizeof f);
         snprintf(out, cap, "function %u", f);
         return;
     }
-    snprintf(out, cap, "%.*s", (int)(klen < 200 ? klen : 200),
-             (const char *)key);
-    for (size_t i = 0; i < cap && out[i]; i++)
-        out[i] = out[i] == '\0' ? '=' : out[i];
-    if (strlen(out) < klen && strlen(out) + 1 < cap)
-        out[strlen(out)] = '=';     /* show name\0value as name=value */
+    /* Byte by byte: "%.*s" would stop at the NUL between name and value. */
+    for (size_t i = 0; i < klen && i < 200 && n + 1 < cap; i++) {
+        char ch = ((const char *)key)[i];
+        out[n++] = ch == '\0' ? '=' : ch;  /* name\0value as name=value */
+    }
+    out[n] = '\0';
 }
 
 /* Every expected bitmap must be stored, and equal. */
@@ -336,7 +337,8 @@ static int verify_postings(vctx *v)
 
 /* ---- chunks ------------------------------------------------------------------------------ */
 
-static void verify_chunk_body(vctx *v, const char *where, const em_chunk *c)
+/* Checks C's stack ids and totals; ENOMEM is an error, not a problem. */
+static int verify_chunk_body(vctx *v, const char *where, const em_chunk *c)
 {
     int64_t *sums;
 
@@ -346,10 +348,9 @@ static void verify_chunk_body(vctx *v, const char *where, const em_chunk *c)
             break;
         }
     sums = em_calloc(c->h.nprofiles + 1, sizeof *sums);
-    if (sums == NULL) {
-        problem(v, "%s: out of memory checking totals", where);
-        return;
-    }
+    if (sums == NULL)
+        return em_err(EMBER_ENOMEM, "verify: %s: totals of %u profiles",
+                      where, c->h.nprofiles);
     for (uint32_t i = 0; i < c->h.nstacks; i++)
         for (uint64_t j = c->stack_start[i]; j < c->stack_start[i + 1]; j++)
             sums[c->sample_profile[j]] = em_add_wrap(
@@ -361,28 +362,35 @@ static void verify_chunk_body(vctx *v, const char *where, const em_chunk *c)
             break;
         }
     em_free(sums);
+    return EMBER_OK;
 }
 
-static void verify_chunk(vctx *v, const MDB_val *k, const MDB_val *d,
-                         em_staged *heads)
+/* Checks one chunk. Damage is reported as a problem; running out of
+** memory is not damage, so it stops the walk with EMBER_ENOMEM instead. */
+static int verify_chunk(vctx *v, const MDB_val *k, const MDB_val *d,
+                        em_staged *heads)
 {
     uint32_t series, seq;
     int64_t t;
     char where[128];
     em_chunk c;
+    int rc;
 
     if (k->mv_size != EM_CHUNK_KEY_LEN) {
         problem(v, "chunk key of %zu bytes", k->mv_size);
-        return;
+        return EMBER_OK;
     }
     em_chunk_key_parse(k->mv_data, &series, &t, &seq);
     snprintf(where, sizeof where, "chunk (series %u, t=%lld, seq %u)", series,
              (long long)t, seq);
     if (series >= v->r.next[EM_T_SERIES])
         problem(v, "%s: series does not exist", where);
-    if (em_chunk_decode(v->r.codec, d->mv_data, d->mv_size, EM_COL_ALL, &c)) {
+    rc = em_chunk_decode(v->r.codec, d->mv_data, d->mv_size, EM_COL_ALL, &c);
+    if (rc == EMBER_ENOMEM)
+        return em_err_prefix(rc, "verify: %s", where);
+    if (rc != EMBER_OK) {
         problem(v, "%s: %s", where, em_errmsg());
-        return;
+        return EMBER_OK;
     }
     if (c.h.nprofiles > 0 && c.h.min_time != t)
         problem(v, "%s: starts at %lld, its key says %lld", where,
@@ -390,14 +398,14 @@ static void verify_chunk(vctx *v, const MDB_val *k, const MDB_val *d,
     if (c.h.nprofiles > 0 && (uint64_t)(c.h.max_time - c.h.min_time) >
         v->max_span)
         v->max_span = (uint64_t)(c.h.max_time - c.h.min_time);
-    verify_chunk_body(v, where, &c);
-    if ((c.h.flags & EM_CHUNK_HEAD) && em_staged_add(heads, &series,
-                                                     sizeof series, seq))
-        problem(v, "%s: out of memory counting heads", where);
+    rc = verify_chunk_body(v, where, &c);
+    if (rc == EMBER_OK && (c.h.flags & EM_CHUNK_HEAD))
+        rc = em_staged_add(heads, &series, sizeof series, seq);
     v->profiles += c.h.nprofiles;
     v->samples += c.h.nsamples;
     v->chunk_bytes += d->mv_size;
     em_chunk_release(&c);
+    return rc;
 }
 
 /* Each head summary must count the head chunks of its series. */
@@ -438,16 +446,21 @@ static int verify_chunks(vctx *v)
     em_staged heads;
     MDB_cursor *cur;
     MDB_val k, d;
+    int rc = EMBER_OK;
     int mrc = mdb_cursor_open(v->r.txn, v->r.db->dbi[EM_D_CHUNK], &cur);
 
     memset(&heads, 0, sizeof heads);
     for (mrc = mrc ? mrc : mdb_cursor_get(cur, &k, &d, MDB_FIRST);
-         mrc == MDB_SUCCESS; mrc = mdb_cursor_get(cur, &k, &d, MDB_NEXT))
-        verify_chunk(v, &k, &d, &heads);
+         mrc == MDB_SUCCESS && rc == EMBER_OK;
+         mrc = mdb_cursor_get(cur, &k, &d, MDB_NEXT))
+        rc = verify_chunk(v, &k, &d, &heads);
     mdb_cursor_close(cur);
-    verify_heads(v, &heads);
+    if (rc == EMBER_OK && mrc != MDB_NOTFOUND)
+        rc = em_lmdb(mrc, "chunk walk");
+    if (rc == EMBER_OK)
+        verify_heads(v, &heads);
     em_staged_free(&heads);
-    return mrc == MDB_NOTFOUND ? EMBER_OK : em_lmdb(mrc, "chunk walk");
+    return rc;
 }
 
 static void verify_counters(vctx *v)

@@ -113,12 +113,16 @@ static int64_t window_of(int64_t t, int64_t win)
     return t / win - (t % win < 0);     /* floor division */
 }
 
-/* True when the head must be sealed before a profile at TIME joins it. */
-static bool head_full(const ember_db *db, const em_head *h, int64_t time)
+/* True when the head must be sealed before a profile at TIME with N
+** samples joins it: another window, or the sealed chunk would pass the
+** chunk limits. */
+static bool head_full(const ember_db *db, const em_head *h, int64_t time,
+                      uint32_t n)
 {
     int64_t win = db->opts.chunk_window_ms;
     return window_of(time, win) != window_of(h->min_time, win) ||
-           h->nprofiles >= db->opts.chunk_max_profiles;
+           h->nprofiles >= db->opts.chunk_max_profiles ||
+           h->nsamples + n > EM_CHUNK_MAX_SAMPLES / 2;
 }
 
 /* ---- sealing ---------------------------------------------------------------------- */
@@ -300,9 +304,10 @@ static int samples_canon(const em_wtxn *w, const ember_profile *p,
     qsort(s, p->nsamples, sizeof *s, sample_cmp);
     for (size_t i = 0; i < p->nsamples; i++) {
         if (s[i].stack >= w->c.next[EM_T_STACK]) {
+            int rc = em_err(EMBER_EINVAL, "a sample names stack %u, which "
+                            "does not exist", s[i].stack);
             em_free(s);
-            return em_err(EMBER_EINVAL, "sample %zu: no stack %u", i,
-                          s[i].stack);
+            return rc;
         }
         if (n > 0 && s[n - 1].stack == s[i].stack)
             s[n - 1].value = em_add_wrap(s[n - 1].value, s[i].value);
@@ -356,24 +361,26 @@ static int head_append(em_wtxn *w, uint32_t series, const ember_profile *p,
 }
 
 /* Seals SERIES' head when P cannot join it, then records P in the head. */
-static int head_update(em_wtxn *w, uint32_t series, int64_t time)
+static int head_update(em_wtxn *w, uint32_t series, int64_t time,
+                       uint32_t n)
 {
     em_head h;
     bool found;
     int rc = head_get(w, series, &h, &found);
 
-    if (rc == EMBER_OK && found && head_full(w->db, &h, time)) {
+    if (rc == EMBER_OK && found && head_full(w->db, &h, time, n)) {
         rc = em_seal_series(w, series, &h);
         found = false;
     }
     if (rc != EMBER_OK)
         return rc;
     if (!found) {
-        h.nchunks = h.nprofiles = 0;
+        memset(&h, 0, sizeof h);
         h.min_time = h.max_time = time;
     }
     h.nchunks++;
     h.nprofiles++;
+    h.nsamples += n;
     h.min_time = time < h.min_time ? time : h.min_time;
     h.max_time = time > h.max_time ? time : h.max_time;
     return head_put(w, series, &h);
@@ -390,7 +397,7 @@ static int write_profile(em_wtxn *w, const ember_profile *p, size_t i)
     if (rc == EMBER_OK)
         rc = samples_canon(w, p, &s, &n);
     if (rc == EMBER_OK)
-        rc = head_update(w, series, p->time_ms);
+        rc = head_update(w, series, p->time_ms, n);
     if (rc == EMBER_OK)
         rc = head_append(w, series, p, s, n);
     if (rc == EMBER_OK) {
@@ -613,9 +620,10 @@ EMBER_API void ember_txn_abort(ember_txn *t)
 EMBER_API int ember_intern_string(ember_txn *t, const char *s, size_t len,
                                   uint32_t *id)
 {
-    int rc = txn_usable(t);
+    int rc;
 
     em_err_clear();
+    rc = txn_usable(t);
     if (rc == EMBER_OK && (id == NULL || (s == NULL && len > 0)))
         rc = em_err(EMBER_EINVAL, "ember_intern_string: NULL argument");
     if (rc != EMBER_OK)
@@ -634,9 +642,10 @@ EMBER_API int ember_intern_mapping(ember_txn *t, const ember_mapping *m,
     uint32_t file, build;
     uint8_t rec[5 * EM_VARINT_MAX];
     size_t n = 0;
-    int rc = txn_usable(t);
+    int rc;
 
     em_err_clear();
+    rc = txn_usable(t);
     if (rc == EMBER_OK && (m == NULL || id == NULL))
         rc = em_err(EMBER_EINVAL, "ember_intern_mapping: NULL argument");
     if (rc == EMBER_OK)
@@ -662,9 +671,10 @@ EMBER_API int ember_intern_function(ember_txn *t, const ember_function *f,
     uint32_t sid[3];
     uint8_t rec[4 * EM_VARINT_MAX];
     size_t n = 0;
-    int rc = txn_usable(t);
+    int rc;
 
     em_err_clear();
+    rc = txn_usable(t);
     if (rc == EMBER_OK && (f == NULL || id == NULL))
         rc = em_err(EMBER_EINVAL, "ember_intern_function: NULL argument");
     if (rc != EMBER_OK)
@@ -686,9 +696,10 @@ EMBER_API int ember_intern_location(ember_txn *t, const ember_location *l,
                                     uint32_t *id)
 {
     em_buf *b;
-    int rc = txn_usable(t);
+    int rc;
 
     em_err_clear();
+    rc = txn_usable(t);
     if (rc == EMBER_OK && (l == NULL || id == NULL ||
                            (l->nlines > 0 && l->lines == NULL)))
         rc = em_err(EMBER_EINVAL, "ember_intern_location: NULL argument");
@@ -723,9 +734,10 @@ EMBER_API int ember_intern_location(ember_txn *t, const ember_location *l,
 EMBER_API int ember_intern_stack(ember_txn *t, const uint32_t *locs,
                                  size_t n, uint32_t *id)
 {
-    int rc = txn_usable(t);
+    int rc;
 
     em_err_clear();
+    rc = txn_usable(t);
     if (rc == EMBER_OK && (id == NULL || (n > 0 && locs == NULL)))
         rc = em_err(EMBER_EINVAL, "ember_intern_stack: NULL argument");
     if (rc != EMBER_OK)
@@ -745,9 +757,10 @@ static int append_fn(em_wtxn *w, void *ctx)
 EMBER_API int ember_txn_append(ember_txn *t, const ember_profile *p)
 {
     append_ctx a = { p };
-    int rc = txn_usable(t);
+    int rc;
 
     em_err_clear();
+    rc = txn_usable(t);
     /* Stage-flush what earlier calls interned, so that a failing append's
     ** nested txn drops only its own postings. */
     if (rc == EMBER_OK)

@@ -22,10 +22,12 @@
 ** EMBER_EBUSY or EMBER_EIO with a message, never a damaged database.
 **
 ** Durability: with EMBER_SYNC_FULL (the default) an append that returned
-** EMBER_OK is on stable storage. EMBER_SYNC_INTERVAL syncs every
-** sync_interval_ms (an acknowledged append survives a crash of the process,
-** and a power loss only if older than the interval). EMBER_SYNC_NONE leaves
-** it to the OS. A failed append leaves nothing behind.
+** EMBER_OK is on stable storage. With EMBER_SYNC_INTERVAL (syncs every
+** sync_interval_ms) and EMBER_SYNC_NONE an acknowledged append survives a
+** crash of the process (kill -9), but an OS crash or power loss may lose
+** recent appends and, unless the file system keeps write order, damage the
+** database (LMDB's MDB_NOSYNC caveat; ember verify detects it). A failed
+** append leaves nothing behind.
 */
 #ifndef EMBER_H
 #define EMBER_H
@@ -105,8 +107,9 @@ EMBER_API int ember_sync(ember_db *db);
 ** unknown mapping; all other tables start at 0 with real entries. */
 
 typedef struct ember_label {
-    const char *name;           /* Prometheus rules: [a-zA-Z_][a-zA-Z0-9_]* */
-    const char *value;          /* any UTF-8; "" means the label is absent */
+    const char *name;           /* [a-zA-Z_][a-zA-Z0-9_]*, <= 64 bytes */
+    const char *value;          /* any UTF-8, <= 400 bytes; "" means the
+                                ** label is absent */
 } ember_label;
 
 typedef struct ember_mapping {
@@ -226,7 +229,8 @@ typedef struct ember_selector {
 } ember_selector;
 
 /* One stored sample, as ember_iter_next yields them: ordered by series,
-** then time, then stack. */
+** then time, then stack (two profiles of a series with the same time come
+** one after the other, each in stack order). */
 typedef struct ember_point {
     uint32_t series;
     int64_t time_ms;

@@ -107,7 +107,7 @@ static int query_render(const query_args *a, ember_db *db,
 {
     em_top_opts o = { .sz = sizeof o, .cum_sort = a->cum, .limit = a->limit };
     em_rprofile p;
-    int rc = em_rprofile_build(db, NULL, m, type, &p);
+    int rc = em_rprofile_build(db, m, type, NULL, &p);
 
     if (rc != EMBER_OK)
         return rc;

@@ -370,7 +370,7 @@ static void test_failed_batch_leaves_nothing(void **state)
     ps[1] = tu_profile(CPU, l2, 1, T0, bad, 1);
     assert_int_equal(ember_stats_get(db, &before), EMBER_OK);
     assert_int_equal(ember_append_batch(db, ps, 2), EMBER_EINVAL);
-    assert_non_null(strstr(ember_errmsg(db), "no stack"));
+    assert_non_null(strstr(ember_errmsg(db), "does not exist"));
     assert_int_equal(ember_stats_get(db, &after), EMBER_OK);
     assert_int_equal(after.series, before.series);
     assert_int_equal(after.profiles, before.profiles);
