@@ -1,0 +1,35 @@
+/*
+** query/query_int.h: helpers private to the files of query/ (SQLite's
+** sqliteInt.h habit): a small integer hash map shared by the profile
+** builder (caches of location and function lookups) and the top renderer
+** (call edges).
+*/
+#ifndef EM_QUERY_INT_H
+#define EM_QUERY_INT_H
+
+#include "engine/engine.h"
+#include "query/query.h"
+
+/* uint64 key -> uint64 value, open addressing with linear probing. A
+** zeroed em_map64 is empty and ready. No deletion: the maps here only grow
+** while one profile is built or rendered. */
+typedef struct em_map64 {
+    uint64_t *keys;
+    uint64_t *vals;
+    uint8_t *used;
+    size_t count, cap;          /* cap: a power of two, or 0 */
+} em_map64;
+
+/* *VAL (may be NULL) gets KEY's value; false when absent. */
+bool em_map64_get(const em_map64 *m, uint64_t key, uint64_t *val);
+/* Sets KEY to VAL, adding it if absent. EMBER_OK or EMBER_ENOMEM. */
+int em_map64_put(em_map64 *m, uint64_t key, uint64_t val);
+void em_map64_free(em_map64 *m);
+
+/* The magnitude of V as uint64, defined for INT64_MIN too. */
+static inline uint64_t em_abs64(int64_t v)
+{
+    return v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+}
+
+#endif /* EM_QUERY_INT_H */
