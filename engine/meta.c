@@ -67,9 +67,9 @@ static int meta_begin(ember_db *db, const ember_selector *sel, meta_q *m)
     em_err_clear();
     if (db == NULL)
         return em_err(EMBER_EINVAL, "NULL database");
-    if (sel != NULL && sel->sz < sizeof *sel)
-        return em_err(EMBER_EINVAL, "selector: sz is not "
-                      "sizeof(ember_selector)");
+    rc = em_selector_check(sel);
+    if (rc != EMBER_OK)
+        return rc;
     m->out = em_calloc(1, sizeof *m->out);
     if (m->out == NULL)
         return em_err(EMBER_ENOMEM, "string list");

@@ -341,6 +341,16 @@ static int matcher_apply(em_rtxn *r, const ember_matcher *m,
     return EMBER_OK;
 }
 
+int em_selector_check(const ember_selector *sel)
+{
+    if (sel != NULL && sel->sz < sizeof *sel)
+        return em_err(EMBER_EINVAL, "selector: sz is not "
+                      "sizeof(ember_selector)");
+    if (sel != NULL && sel->nmatchers > 0 && sel->matchers == NULL)
+        return em_err(EMBER_EINVAL, "selector: matchers is NULL");
+    return EMBER_OK;
+}
+
 int em_select_series(em_rtxn *r, const ember_selector *sel,
                      roaring_bitmap_t **out)
 {

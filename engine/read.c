@@ -111,16 +111,6 @@ static void range_of(const ember_selector *sel, int64_t *from, int64_t *to)
     }
 }
 
-static int selector_check(const ember_selector *sel)
-{
-    if (sel != NULL && sel->sz < sizeof *sel)
-        return em_err(EMBER_EINVAL, "selector: sz is not "
-                      "sizeof(ember_selector)");
-    if (sel != NULL && sel->nmatchers > 0 && sel->matchers == NULL)
-        return em_err(EMBER_EINVAL, "selector: matchers is NULL");
-    return EMBER_OK;
-}
-
 /* A read: snapshot, selected series and optional focus stacks. */
 typedef struct query {
     em_rtxn r;
@@ -146,7 +136,7 @@ static int query_begin(ember_db *db, const ember_selector *sel, query *q)
     em_err_clear();
     if (db == NULL)
         return em_err(EMBER_EINVAL, "NULL database");
-    rc = selector_check(sel);
+    rc = em_selector_check(sel);
     if (rc == EMBER_OK)
         rc = em_rtxn_begin(db, &q->r);
     if (rc == EMBER_OK)

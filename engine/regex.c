@@ -10,12 +10,15 @@
 ** check -> emit instructions -> analyses: the literal prefix every match
 ** starts with, whether the regex is one literal, and whether it has the
 ** "glob" shape L0.*L1.*...Ln, which is matched with memcmp and memmem.
+** Other regexes compare the prefix, then run the VM from the threads the
+** prefix walk ended with.
 **
 ** Invariants:
 ** - Matching is fully anchored, as Prometheus wraps patterns in ^(?:...)$.
 ** - A program has at most EM_RE_MAX_PROG instructions, so a pc fits in a
-**   uint16_t; its last instruction is its only RI_MATCH. Consuming
-**   instructions (RI_BYTE, RI_CLASS) always continue at pc + 1.
+**   uint16_t; its last instruction is its only RI_MATCH. Every instruction
+**   but RI_MATCH continues at x (and RI_SPLIT also at y); x is never an
+**   RI_JMP, whose chains are cut short once the program is emitted.
 ** - The subject is read in units: a well-formed UTF-8 multi-byte character,
 **   or one byte (ASCII, or a byte that does not start a well-formed
 **   character). RI_BYTE consumes one byte, RI_CLASS one unit of 1 to 4
@@ -25,6 +28,11 @@
 **   applied when the class is built, never while matching.
 ** - Matching never writes a const em_regex except its atomic `spare`
 **   scratch slot, so any number of threads may match one regex at once.
+**   Small programs keep their state sets on the stack; large ones take the
+**   spare, or allocate when another thread holds it. One block always
+**   exists (the spare or one a running match will give back), so a thread
+**   whose allocation fails waits for it instead of failing: matching has no
+**   error result.
 */
 #include <sched.h>
 #include <stdatomic.h>
@@ -53,7 +61,7 @@ typedef struct em_rinst {
     uint8_t op;                 /* RI_* */
     uint8_t byte;               /* RI_BYTE: the byte to consume */
     uint16_t cls;               /* RI_CLASS: index into em_regex.cls */
-    uint16_t x, y;              /* RI_JMP: x; RI_SPLIT: both branches */
+    uint16_t x, y;              /* next; RI_SPLIT: y is the other branch */
 } em_rinst;
 
 typedef struct em_rclass {
@@ -127,11 +135,14 @@ static void bit_set(uint32_t *bits, uint32_t c)
 static bool class_has(const em_regex *re, const em_rclass *c, uint32_t cp,
                       unsigned w)
 {
-    const uint32_t (*r)[2] = re->rng + c->first;
+    const uint32_t (*r)[2];
     size_t lo = 0, hi = c->n;
 
     if (w == 1)
         return bit_has(c->bits, cp);
+    if (hi == 0)                /* and re->rng may be NULL */
+        return false;
+    r = re->rng + c->first;
     while (lo < hi) {           /* binary search of the sorted ranges */
         size_t mid = lo + (hi - lo) / 2;
         if (cp < r[mid][0])
@@ -144,7 +155,7 @@ static bool class_has(const em_regex *re, const em_rclass *c, uint32_t cp,
     return false;
 }
 
-/* ---- parser state and errors --------------------------------------------- */
+/* ---- parser state and errors -------------------------------------------- */
 
 enum { N_EMPTY, N_LIT, N_CLASS, N_BOL, N_EOL, N_CAT, N_ALT, N_REP };
 
@@ -306,7 +317,9 @@ static int class_new(rparser *p, uint32_t *out)
 {
     em_rclass *q;
 
-    if (p->ncls >= EM_RE_MAX_PROG)  /* cannot happen: one per pattern byte */
+    /* RI_CLASS holds a uint16_t index; at most one class is made per
+    ** pattern byte, so this only guards the invariant. */
+    if (p->ncls >= UINT16_MAX)
         return perr(p, EMBER_ELIMIT, p->pos, "too many classes");
     q = grow(p->cls, &p->ccls, p->ncls + 1, sizeof *q);
     if (q == NULL)
@@ -359,11 +372,12 @@ static int range_cmp(const void *a, const void *b)
 /* Sorts and merges the ranges of class CI; returns how many remain. */
 static uint32_t class_merge(rparser *p, uint32_t ci)
 {
-    uint32_t (*r)[2] = p->rng + p->cls[ci].first;
+    uint32_t (*r)[2];
     size_t n = p->nrng - p->cls[ci].first, m = 0;
 
-    if (n == 0)
+    if (n == 0)                 /* and p->rng may be NULL */
         return 0;
+    r = p->rng + p->cls[ci].first;
     qsort(r, n, sizeof *r, range_cmp);
     for (size_t i = 1; i < n; i++) {
         if (r[i][0] <= r[m][1] + 1) {
@@ -456,7 +470,7 @@ static int class_node(rparser *p, const rset_def *d, bool neg, bool dot,
     return rc;
 }
 
-/* ---- bracket expressions -------------------------------------------------- */
+/* ---- bracket expressions ------------------------------------------------ */
 
 /* The byte an escape letter stands for, as a literal: \t \n \r \f \v and
 ** any escaped ASCII punctuation; -1 otherwise. */
@@ -556,12 +570,9 @@ static int bracket_item(rparser *p, uint32_t ci)
         return rc < 0 ? rc : EMBER_OK;
     if ((rc = bracket_char(p, &lo, &wlo, &set, &neg)) != EMBER_OK)
         return rc;
-    range = peek(p) == '-' && p->pos + 1 < p->len && p->pat[p->pos + 1] != ']';
-    if (set != NULL && range)
-        return perr(p, EMBER_EINVAL, at, "expected a range low-high with "
-                    "low <= high, both characters");
-    if (set != NULL)
+    if (set != NULL)            /* a '-' after it is a character, as in Go */
         return class_add_set(p, ci, set, neg);
+    range = peek(p) == '-' && p->pos + 1 < p->len && p->pat[p->pos + 1] != ']';
     if (!range) {
         if (wlo == 1 && lo >= 0x80)     /* a stray byte stands for itself */
             return bit_set(p->cls[ci].bits, lo), EMBER_OK;
@@ -607,7 +618,7 @@ static int parse_bracket(rparser *p, int32_t *out)
     return rc;
 }
 
-/* ---- atoms, repetition, concatenation, alternation ------------------------- */
+/* ---- atoms, repetition, concatenation, alternation ---------------------- */
 
 static int parse_alt(rparser *p, int32_t *out);
 
@@ -618,7 +629,7 @@ static int literal_node(rparser *p, const uint8_t *s, unsigned len,
     int rc;
     uint32_t ci;
 
-    if (p->icase && len == 1 && ((s[0] | 0x20) >= 'a' && (s[0] | 0x20) <= 'z')) {
+    if (p->icase && len == 1 && (s[0] | 0x20) >= 'a' && (s[0] | 0x20) <= 'z') {
         rc = class_new(p, &ci);
         if (rc == EMBER_OK)
             rc = class_add(p, ci, s[0], s[0]);
@@ -894,7 +905,7 @@ static int parse_pattern(rparser *p, int32_t *root)
     return rc;
 }
 
-/* ---- code generation -------------------------------------------------------- */
+/* ---- code generation ---------------------------------------------------- */
 
 /* Instructions node I compiles to, saturated at EM_RE_MAX_PROG + 1. */
 static uint32_t node_size(const rparser *p, int32_t i)
@@ -995,6 +1006,32 @@ static void emit_alt(remit *e, const rnode *n)
     }
 }
 
+/* Where a jump to T really goes: past any chain of RI_JMP. Chains are
+** acyclic (an RI_JMP targets an RI_SPLIT or moves forward), the bound is
+** only belt and braces. */
+static uint32_t jump_target(const em_rinst *prog, uint32_t n, uint32_t t)
+{
+    for (uint32_t k = 0; k < n && prog[t].op == RI_JMP; k++)
+        t = prog[t].x;
+    return t;
+}
+
+/* Points every successor past jumps, so threads skip them: consuming
+** instructions then continue at x instead of pc + 1. */
+static void cut_jumps(em_rinst *prog, uint32_t n)
+{
+    for (uint32_t pc = 0; pc < n; pc++) {
+        em_rinst *in = &prog[pc];
+        if (in->op == RI_MATCH)
+            continue;
+        if (in->op != RI_SPLIT && in->op != RI_JMP)
+            in->x = (uint16_t)(pc + 1);
+        in->x = (uint16_t)jump_target(prog, n, in->x);
+        if (in->op == RI_SPLIT)
+            in->y = (uint16_t)jump_target(prog, n, in->y);
+    }
+}
+
 static void emit(remit *e, int32_t i)
 {
     const rnode *n = &e->p->node[i];
@@ -1024,7 +1061,7 @@ static void emit(remit *e, int32_t i)
     }
 }
 
-/* ---- the VM ------------------------------------------------------------------ */
+/* ---- the VM ------------------------------------------------------------- */
 
 /* A set of pcs for one input position. Consuming instructions and MATCH
 ** fill pc[] from the front (the threads to step); epsilon ones, kept only
@@ -1089,10 +1126,10 @@ static void vm_closure(rvm *vm, rset *S, uint32_t pc, size_t pos)
         switch (in->op) {
         case RI_JMP: EM_RE_PUSH(in->x); break;
         case RI_SPLIT: EM_RE_PUSH(in->x); EM_RE_PUSH(in->y); break;
-        case RI_BOL: if (pos == 0) EM_RE_PUSH(pc + 1); break;
+        case RI_BOL: if (pos == 0) EM_RE_PUSH(in->x); break;
         case RI_EOL:
             if (pos == vm->len)
-                EM_RE_PUSH(pc + 1);
+                EM_RE_PUSH(in->x);
             else
                 vm->blocked = true;
             break;
@@ -1144,12 +1181,12 @@ static void vm_step(rvm *vm, unsigned k, size_t pos)
         const em_rinst *in = &vm->prog[pc];
         if (in->op == RI_BYTE) {
             if (vm->s[pos] == in->byte)
-                vm_add(vm, &vm->set[k == 4 ? 0 : k + 1], pc + 1, pos + 1);
+                vm_add(vm, &vm->set[k == 4 ? 0 : k + 1], in->x, pos + 1);
         } else if (in->op == RI_CLASS) {
             if (w == 0)
                 w = utf8_unit(vm->s + pos, vm->len - pos, &cp);
             if (class_has(vm->re, &vm->re->cls[in->cls], cp, w))
-                vm_add(vm, &vm->set[(k + w) % EM_RE_NSETS], pc + 1, pos + w);
+                vm_add(vm, &vm->set[(k + w) % EM_RE_NSETS], in->x, pos + w);
         }
     }
 }
@@ -1221,7 +1258,7 @@ static bool vm_match(const em_regex *re, const uint8_t *s, size_t len)
     return r;
 }
 
-/* ---- analyses ---------------------------------------------------------------- */
+/* ---- analyses ----------------------------------------------------------- */
 
 /* The byte all threads of set S consume next, or -1 when they disagree, one
 ** is not a plain byte, or one is MATCH. */
@@ -1257,9 +1294,13 @@ static int keep_start(em_regex *re, const rvm *vm, const rset *S)
 /* Walks the program from the start while every live thread wants the same
 ** byte: those bytes are a prefix of every match. If the walk ends with MATCH
 ** as the only thread (no $ in the way), the regex is that one string. The
-** walk stops at nprog bytes, which only a regex matching nothing reaches. */
+** walk may stop early at no loss of correctness (a shorter prefix is still
+** a prefix), so its work is capped at a few times the program size: many
+** threads agreeing over a long walk, as in (a{1,99}){1,99}a{200}, would
+** otherwise cost nprog squared. */
 static int find_prefix(em_regex *re, rvm *vm)
 {
+    size_t budget = 4 * (size_t)re->nprog + 64;
     unsigned k = 0;
     int b, rc;
 
@@ -1267,12 +1308,13 @@ static int find_prefix(em_regex *re, rvm *vm)
     if (re->prefix == NULL)
         return EMBER_ENOMEM;
     vm_add(vm, &vm->set[0], 0, 0);
-    while (!vm->blocked && re->nprefix < re->nprog &&
+    while (!vm->blocked && budget > vm->set[k].nfront + vm->set[k].nback &&
            (b = set_common_byte(vm, &vm->set[k])) >= 0) {
         rset *cur = &vm->set[k];
+        budget -= cur->nfront + cur->nback;
         re->prefix[re->nprefix++] = (char)b;
         for (uint32_t i = 0; i < cur->nfront; i++)
-            vm_add(vm, &vm->set[k ^ 1], cur->pc[i] + 1u, re->nprefix);
+            vm_add(vm, &vm->set[k ^ 1], vm->prog[cur->pc[i]].x, re->nprefix);
         set_clear(vm, cur);
         k ^= 1;
     }
@@ -1346,8 +1388,8 @@ static int find_glob(em_regex *re, const rparser *p, int32_t root)
 ** greedy leftmost choice never loses a match when gaps are unconstrained). */
 static bool glob_match(const em_regex *re, const uint8_t *s, size_t len)
 {
-    size_t n = re->nglob, a = re->gend[0], z = re->gend[n - 1] - re->gend[n - 2];
-    size_t pos = a, end;
+    size_t n = re->nglob, a = re->gend[0];
+    size_t z = re->gend[n - 1] - re->gend[n - 2], pos = a, end;
 
     if (len < a + z || memchr(s, '\n', len) != NULL)
         return false;
@@ -1366,7 +1408,7 @@ static bool glob_match(const em_regex *re, const uint8_t *s, size_t len)
     return true;
 }
 
-/* ---- public entry points -------------------------------------------------------- */
+/* ---- public entry points ------------------------------------------------ */
 
 /* Runs find_prefix on a scratch block sized for the program. */
 static int analyse(em_regex *re)
@@ -1408,6 +1450,7 @@ static int build(rparser *p, int32_t root, em_regex **out)
     }
     emit(&e, root);
     put(&e, RI_MATCH, 0, 0);
+    cut_jumps(re->prog, size);
     if (analyse(re) != EMBER_OK || find_glob(re, p, root) != EMBER_OK)
         goto fail;
     *out = re;
@@ -1441,6 +1484,7 @@ int em_regex_compile(const char *pattern, em_regex **out)
     return rc;
 }
 
+/* Fast paths first: literal, then prefix, then glob shape, then the VM. */
 bool em_regex_match(const em_regex *re, const char *s, size_t len)
 {
     const uint8_t *u = (const uint8_t *)(s != NULL ? s : "");

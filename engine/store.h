@@ -187,6 +187,8 @@ int em_staged_flush(em_wtxn *w, em_staged *s, MDB_dbi dbi);
 /* Loads a stored bitmap (NULL-safe key); *out NULL when absent. */
 int em_bitmap_get(MDB_txn *txn, MDB_dbi dbi, const void *key, size_t klen,
                   roaring_bitmap_t **out);
+/* Checks the shape of a caller's selector (NULL is fine: everything). */
+int em_selector_check(const ember_selector *sel);
 /* The series SEL's type and matchers select, ignoring its range. */
 int em_select_series(em_rtxn *r, const ember_selector *sel,
                      roaring_bitmap_t **out);
