@@ -326,7 +326,7 @@ static void opts_defaults(ember_db *db, const ember_open_opts *in)
     if (o->map_size == 0)
         o->map_size = EM_DEFAULT_MAP;
     if (o->chunk_window_ms <= 0)
-        o->chunk_window_ms = 3600 * 1000;
+        o->chunk_window_ms = 15 * 60 * 1000;
     if (o->chunk_max_profiles == 0)
         o->chunk_max_profiles = 720;
     if (o->chunk_max_profiles > EM_CHUNK_MAX_PROFILES)

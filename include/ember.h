@@ -83,7 +83,7 @@ typedef struct ember_open_opts {
     unsigned sync_interval_ms;  /* EMBER_SYNC_INTERVAL period; 0: 100 ms */
     uint64_t map_size;          /* initial LMDB map in bytes; 0: 1 GiB. The
                                 ** map grows by itself when it fills. */
-    int64_t chunk_window_ms;    /* head chunks seal at this window; 0: 1 h */
+    int64_t chunk_window_ms;    /* head chunks seal at this window; 0: 15 min */
     uint32_t chunk_max_profiles;/* ... or at this many profiles; 0: 720 */
     int zstd_level;             /* level for sealed chunks; 0: 3 */
 } ember_open_opts;

@@ -84,7 +84,12 @@ static int setup(void **state)
     (void)state;
     memset(&fx, 0, sizeof fx);
     fx.dir = tu_tmpdir("corrupt");
-    db = tu_open(fx.dir, 0);
+    {   /* one-hour windows: NSEALED profiles make exactly one sealed chunk */
+        ember_open_opts o = { .sz = sizeof o, .sync = EMBER_SYNC_NONE,
+                              .chunk_window_ms = HOUR };
+        db = NULL;
+        assert_int_equal(ember_open(fx.dir, &o, &db), EMBER_OK);
+    }
     for (uint32_t i = 0; i < NSTACKS; i++)
         fx.stacks[i] = tu_synthetic_stack(db, i);
     for (int s = 0; s < 3; s++)
