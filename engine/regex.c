@@ -1293,11 +1293,12 @@ static int keep_start(em_regex *re, const rvm *vm, const rset *S)
 
 /* Walks the program from the start while every live thread wants the same
 ** byte: those bytes are a prefix of every match. If the walk ends with MATCH
-** as the only thread (no $ in the way), the regex is that one string. The
-** walk may stop early at no loss of correctness (a shorter prefix is still
-** a prefix), so its work is capped at a few times the program size: many
-** threads agreeing over a long walk, as in (a{1,99}){1,99}a{200}, would
-** otherwise cost nprog squared. */
+** as the only thread (no $ in the way), the regex is that one string.
+** The walk ends by nprog bytes, which only a regex matching nothing reaches
+** (x*^ loops on x for ever). It may stop early at no loss of correctness
+** (a shorter prefix is still a prefix), so its work is also capped at a few
+** times the program size: many threads agreeing over a long walk, as in
+** (a{1,99}){1,99}a{200}, would otherwise cost nprog squared. */
 static int find_prefix(em_regex *re, rvm *vm)
 {
     size_t budget = 4 * (size_t)re->nprog + 64;
@@ -1308,7 +1309,8 @@ static int find_prefix(em_regex *re, rvm *vm)
     if (re->prefix == NULL)
         return EMBER_ENOMEM;
     vm_add(vm, &vm->set[0], 0, 0);
-    while (!vm->blocked && budget > vm->set[k].nfront + vm->set[k].nback &&
+    while (!vm->blocked && re->nprefix < re->nprog &&   /* prefix's size */
+           budget > vm->set[k].nfront + vm->set[k].nback &&
            (b = set_common_byte(vm, &vm->set[k])) >= 0) {
         rset *cur = &vm->set[k];
         budget -= cur->nfront + cur->nback;
