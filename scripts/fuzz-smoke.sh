@@ -11,7 +11,7 @@ for t in "$@"; do
         -timeout=10 -artifact_prefix=build/fuzz/"$t"- \
         "$scratch" fuzz/corpus/"$t" > "$log" 2>&1; then
         echo "pass fuzz.$t" >> build/fuzz/results.txt
-        echo "fuzz $t: $(grep -oE 'stat::number_of_executed_units: [0-9]+|#[0-9]+ *DONE.*' "$log" | tail -n 1)"
+        echo "fuzz $t: $(grep -oE 'Done [0-9]+ runs in [0-9]+ second' "$log" | tail -n 1)s"
     else
         echo "fail fuzz.$t" >> build/fuzz/results.txt
         echo "--- fuzz $t failed, log $log:" >&2
