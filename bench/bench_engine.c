@@ -73,14 +73,19 @@ static double now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+static void vnote(const char *fmt, va_list ap)
+{
+    fputs("bench: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+}
+
 static void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void note(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fputs("bench: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    vnote(fmt, ap);
     va_end(ap);
 }
 
@@ -89,9 +94,7 @@ static void die(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fputs("bench: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    vnote(fmt, ap);
     va_end(ap);
     exit(1);
 }
