@@ -18,17 +18,22 @@ Q := $(if $(filter 1,$(V)),,@)
 WARN := -std=c11 -Wall -Wextra -Wshadow -Wstrict-prototypes \
         -Wmissing-prototypes -Wformat=2 -Wvla -Wundef -Werror
 ALL_CFLAGS := $(WARN) -D_GNU_SOURCE -fPIC -fvisibility=hidden -Iinclude -I. \
-              $(CFLAGS)
-LDLIBS := -llmdb -lzstd -lroaring -lz -lpthread -lm
+              -I$(BUILD)/gen $(CFLAGS)
+LDLIBS := -llmdb -lzstd -lroaring -lprotobuf-c -lz -lpthread -lm
 TEST_LDLIBS := -lcmocka
 
 # Debian packages the build, tests, benchmarks and fuzzing need.
 DEB_PKGS := build-essential pkg-config clang liblmdb-dev libzstd-dev \
             libroaring-dev zlib1g-dev libcmocka-dev libsqlite3-dev \
-            libclang-rt-14-dev lmdb-utils
+            libclang-rt-14-dev lmdb-utils libprotobuf-c-dev \
+            protobuf-c-compiler golang-go linux-perf
 
+# The pprof wire format: protoc-c writes its C code into $(BUILD)/gen.
+PROTO := proto/profile.proto
+PROTO_C := $(BUILD)/gen/proto/profile.pb-c.c
+PROTO_H := $(BUILD)/gen/proto/profile.pb-c.h
 LIB_SRC := $(wildcard engine/*.c query/*.c ingest/*.c)
-LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/proto/profile.pb-c.o
 CLI_SRC := $(wildcard repl/*.c)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_COMMON := $(wildcard tests/unit/common/*.c)
@@ -42,7 +47,7 @@ BENCH_LIB_SRC := $(filter bench/gen%.c,$(BENCH_SRC))
 BENCH_MAIN := $(filter-out $(BENCH_LIB_SRC),$(BENCH_SRC))
 BENCH_BIN := $(BENCH_MAIN:bench/%.c=$(BUILD)/bench/%)
 HEADERS := include/ember.h $(wildcard engine/*.h query/*.h ingest/*.h \
-           repl/*.h bench/*.h tests/unit/common/*.h)
+           repl/*.h bench/*.h tests/unit/common/*.h) $(PROTO_H)
 
 .PHONY: all lib cli tests fuzz-replay bench-bin deps run test test-core \
         check-asan check-layers check-symbols check-example fuzz-smoke \
@@ -71,6 +76,16 @@ deps:
 	fi
 
 # ---- build ----------------------------------------------------------------
+
+$(PROTO_C) $(PROTO_H): $(PROTO)
+	@mkdir -p $(BUILD)/gen
+	@$(if $(Q),echo "  PROTOC  $<")
+	$(Q)protoc-c --c_out=$(BUILD)/gen -I. $<
+
+$(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c $(PROTO_H)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(BUILD)/obj/%.o: %.c $(HEADERS)
 	@mkdir -p $(@D)
@@ -109,11 +124,11 @@ $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(BENCH_LIB_OBJ) $(BUILD)/libember.a
 
 # libFuzzer builds compile the library sources with clang directly.
 FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE \
-              -Iinclude -I.
-build/fuzz/%: fuzz/%.c $(LIB_SRC) $(HEADERS)
+              -Iinclude -I. -I$(BUILD)/gen
+build/fuzz/%: fuzz/%.c $(LIB_SRC) $(PROTO_C) $(HEADERS)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  FUZZ    $@")
-	$(Q)clang $(FUZZ_FLAGS) $< $(LIB_SRC) $(LDLIBS) -o $@
+	$(Q)clang $(FUZZ_FLAGS) $< $(LIB_SRC) $(PROTO_C) $(LDLIBS) -o $@
 
 # ---- run and test ---------------------------------------------------------
 

@@ -24,4 +24,5 @@ cat "$out"
 if [ "$rc" != 0 ]; then
     echo "bench: bench_engine failed (exit $rc)" >&2
 fi
+sh bench/pprof.sh "$build" || rc=1     # pprof import and merge (issue 3)
 exit $rc

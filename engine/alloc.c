@@ -56,6 +56,12 @@ void em_free(void *p)
     free(p);
 }
 
+/* The public face of em_free, for buffers handed to the caller. */
+EMBER_API void ember_free(void *p)
+{
+    em_free(p);
+}
+
 char *em_strndup(const char *s, size_t n)
 {
     char *d = em_malloc(n + 1);

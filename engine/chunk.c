@@ -534,12 +534,15 @@ static int hdr_check_counts(const em_chunk_header *h)
     return EMBER_OK;
 }
 
-int em_chunk_header_read(const uint8_t *buf, size_t len, em_chunk_header *h)
+/* The header of the LEN bytes at BUF, whose checksum CHECK_CRC says
+** whether to verify (a caller that read the header just before did). */
+static int header_parse(const uint8_t *buf, size_t len, bool check_crc,
+                        em_chunk_header *h)
 {
     memset(h, 0, sizeof *h);
     if (len < CHUNK_HDR)
         return EM_CORRUPT("chunk: %zu bytes, shorter than a header", len);
-    if (chunk_crc(buf, len) != em_get_le32(buf + CHUNK_CRC_OFF))
+    if (check_crc && chunk_crc(buf, len) != em_get_le32(buf + CHUNK_CRC_OFF))
         return EM_CORRUPT("chunk: checksum mismatch");
     if (em_get_le32(buf) != CHUNK_MAGIC)
         return EM_CORRUPT("chunk: bad magic %08" PRIx32, em_get_le32(buf));
@@ -562,6 +565,11 @@ int em_chunk_header_read(const uint8_t *buf, size_t len, em_chunk_header *h)
     h->min_time = (int64_t)em_get_le64(buf + 28);
     h->max_time = (int64_t)em_get_le64(buf + 36);
     return hdr_check_counts(h);
+}
+
+int em_chunk_header_read(const uint8_t *buf, size_t len, em_chunk_header *h)
+{
+    return header_parse(buf, len, true, h);
 }
 
 /* Checks a v1 column's entry against the count of varints it must hold:
@@ -939,7 +947,7 @@ static int chunk_decode(em_codec *c, const uint8_t *buf, size_t len,
                         unsigned cols, em_chunk *ch)
 {
     col_ref d[CHUNK_NCOLS];
-    int rc = em_chunk_header_read(buf, len, &ch->h);
+    int rc = header_parse(buf, len, !(cols & EM_COL_CRC_DONE), &ch->h);
 
     if (rc == EMBER_OK)
         rc = dir_read(buf, len, &ch->h, d);
@@ -961,7 +969,7 @@ int em_chunk_decode(em_codec *c, const uint8_t *buf, size_t len,
     int rc = EMBER_OK;
 
     memset(out, 0, sizeof *out);
-    if (cols & ~(unsigned)EM_COL_ALL)
+    if (cols & ~(unsigned)(EM_COL_ALL | EM_COL_CRC_DONE))
         return em_err(EMBER_EINVAL, "chunk decode: unknown columns %#x",
                       cols);
     if (buf == NULL && len > 0)

@@ -39,7 +39,9 @@ enum {
     EM_COL_TIMES = 1u << 0,     /* time_ms, duration_ns, period */
     EM_COL_TOTALS = 1u << 1,    /* total */
     EM_COL_SAMPLES = 1u << 2,   /* stacks, stack_start, sample_* */
-    EM_COL_ALL = 7u
+    EM_COL_ALL = 7u,
+    EM_COL_CRC_DONE = 1u << 3   /* not a column: the caller verified the
+                                ** checksum (em_chunk_header_read) already */
 };
 
 /* One profile given to the encoder. */

@@ -206,6 +206,8 @@ int em_wtxn_commit(em_wtxn *w)
         mdb_txn_abort(w->txn);
         w->txn = NULL;
     }
+    if (rc != EMBER_OK && w->db != NULL)
+        em_icache_clear(&w->db->icache);    /* its ids are gone */
     wtxn_release(w);
     return rc;
 }
@@ -216,6 +218,8 @@ void em_wtxn_abort(em_wtxn *w)
         mdb_txn_abort(w->txn);
         w->txn = NULL;
     }
+    if (w->db != NULL)
+        em_icache_clear(&w->db->icache);
     wtxn_release(w);
 }
 
@@ -556,6 +560,7 @@ EMBER_API void ember_close(ember_db *db)
         mdb_env_close(db->env);
     }
     em_codec_free(db->wcodec);
+    em_icache_free(&db->icache);
     pthread_rwlock_destroy(&db->resize_lock);
     pthread_mutex_destroy(&db->wlock);
     pthread_mutex_destroy(&db->qmu);

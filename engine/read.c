@@ -6,7 +6,9 @@
 **
 ** Merge sums into a dense array indexed by stack id (ids are dense, so this
 ** is a column add with no hashing) plus a bitmap of the stacks seen, which
-** also yields the result in stack order for free. A corrupt chunk fails the
+** also yields the result in stack order for free. Each merged profile's
+** header (time, duration, period) is folded into the span pprof's merge
+** computes, once per profile. A corrupt chunk fails the
 ** query; it is never skipped, so a query never returns wrong numbers.
 */
 #include <stdlib.h>
@@ -40,7 +42,8 @@ static int scan_one(scan *s, uint32_t series, const MDB_val *d)
 
     if (rc != EMBER_OK || h.max_time < s->from || h.min_time > s->to)
         return rc;
-    rc = em_chunk_decode(s->r->codec, d->mv_data, d->mv_size, s->cols, &c);
+    rc = em_chunk_decode(s->r->codec, d->mv_data, d->mv_size,
+                         s->cols | EM_COL_CRC_DONE, &c);
     if (rc != EMBER_OK)
         return rc;
     if ((s->cols & EM_COL_SAMPLES) && c.h.nstacks > 0 &&
@@ -164,11 +167,27 @@ static uint32_t profiles_in_range(const em_chunk *c, int64_t from, int64_t to,
 
 /* ---- merge --------------------------------------------------------------------- */
 
+/* The span fields are pprof's merged header (profile.Merge's
+** combineHeaders): earliest time, latest time, summed duration, largest
+** period over the profiles merged. pprof sums durations per file; an
+** import splits one file into one profile per sample label set, all with
+** the file's time and duration, so profiles that share both count once. */
+typedef struct merge_span {
+    int64_t min_time, max_time;     /* unix ms */
+    int64_t duration_ns;            /* sum over distinct (time, duration) */
+    int64_t period;                 /* max */
+} merge_span;
+
+typedef struct span_key {
+    int64_t time_ms, duration_ns;
+} span_key;
+
 struct ember_merged {
     size_t n;
     uint32_t *stacks;
     int64_t *values;
     uint64_t nseries, nprofiles;
+    merge_span span;                /* all 0 when nothing was merged */
 };
 
 typedef struct merge_acc {
@@ -179,6 +198,9 @@ typedef struct merge_acc {
     uint32_t in_cap;
     uint32_t last_series;
     uint64_t nseries, nprofiles;
+    merge_span span;                /* valid once nprofiles > 0 */
+    span_key *keys;                 /* per profile merged, for duration */
+    size_t nkeys, cap_keys;
 } merge_acc;
 
 static int merge_scratch(merge_acc *m, uint32_t n)
@@ -220,6 +242,61 @@ static void merge_stack(merge_acc *m, const em_chunk *c, uint32_t i,
     }
 }
 
+/* Folds the headers of C's profiles in range (IN NULL: all) into the
+** span, which starts out empty (min INT64_MAX, max and period INT64_MIN),
+** and keeps each one's (time, duration) for merge_span_duration. Per
+** profile, never per sample, so merge speed is unchanged. */
+static int merge_span_add(merge_acc *m, const em_chunk *c, const uint8_t *in)
+{
+    merge_span *sp = &m->span;
+
+    if (m->nkeys + c->h.nprofiles > m->cap_keys) {
+        size_t cap = m->cap_keys == 0 ? 256 : m->cap_keys * 2;
+        span_key *k;
+        while (cap < m->nkeys + c->h.nprofiles)
+            cap *= 2;
+        if ((k = em_realloc(m->keys, cap * sizeof *k)) == NULL)
+            return em_err(EMBER_ENOMEM, "merge: %zu profile headers", cap);
+        m->keys = k;
+        m->cap_keys = cap;
+    }
+    for (uint32_t p = 0; p < c->h.nprofiles; p++) {
+        if (in != NULL && !in[p])
+            continue;
+        if (c->time_ms[p] < sp->min_time)
+            sp->min_time = c->time_ms[p];
+        if (c->time_ms[p] > sp->max_time)
+            sp->max_time = c->time_ms[p];
+        if (c->period[p] > sp->period)
+            sp->period = c->period[p];
+        m->keys[m->nkeys++] = (span_key){ c->time_ms[p], c->duration_ns[p] };
+    }
+    return EMBER_OK;
+}
+
+static int span_key_cmp(const void *a, const void *b)
+{
+    const span_key *x = a, *y = b;
+
+    if (x->time_ms != y->time_ms)
+        return (x->time_ms > y->time_ms) - (x->time_ms < y->time_ms);
+    return (x->duration_ns > y->duration_ns) -
+           (x->duration_ns < y->duration_ns);
+}
+
+/* The summed duration over distinct (time, duration) pairs (wrapping). */
+static int64_t merge_span_duration(merge_acc *m)
+{
+    int64_t sum = 0;
+
+    if (m->nkeys > 1)
+        qsort(m->keys, m->nkeys, sizeof *m->keys, span_key_cmp);
+    for (size_t i = 0; i < m->nkeys; i++)
+        if (i == 0 || span_key_cmp(&m->keys[i - 1], &m->keys[i]) != 0)
+            sum = em_add_wrap(sum, m->keys[i].duration_ns);
+    return sum;
+}
+
 static int merge_chunk(void *ctx, uint32_t series, const em_chunk *c)
 {
     merge_acc *m = ctx;
@@ -238,6 +315,8 @@ static int merge_chunk(void *ctx, uint32_t series, const em_chunk *c)
     for (uint32_t i = 0; i < c->h.nstacks; i++)
         if (q->focus == NULL || roaring_bitmap_contains(q->focus, c->stacks[i]))
             merge_stack(m, c, i, whole ? NULL : m->in);
+    if ((rc = merge_span_add(m, c, whole ? NULL : m->in)) != EMBER_OK)
+        return rc;
     m->nprofiles += n;
     if (m->nseries == 0 || m->last_series != series)
         m->nseries++;
@@ -270,6 +349,10 @@ static int merge_finish(merge_acc *m, size_t nstacks, ember_merged **out)
     r->n = n;
     r->nseries = m->nseries;
     r->nprofiles = m->nprofiles;
+    if (m->nprofiles > 0) {
+        r->span = m->span;
+        r->span.duration_ns = merge_span_duration(m);
+    }
     *out = r;
     return EMBER_OK;
 }
@@ -290,6 +373,7 @@ EMBER_API int ember_merge(ember_db *db, const ember_selector *sel,
         return rc;
     memset(&m, 0, sizeof m);
     m.q = &q;
+    m.span = (merge_span){ INT64_MAX, INT64_MIN, 0, INT64_MIN };
     nstacks = q.r.next[EM_T_STACK];
     m.sum = em_calloc(nstacks + 1, sizeof *m.sum);
     m.seen = em_calloc(nstacks / 64 + 1, sizeof *m.seen);
@@ -305,6 +389,7 @@ EMBER_API int ember_merge(ember_db *db, const ember_selector *sel,
     em_free(m.sum);
     em_free(m.seen);
     em_free(m.in);
+    em_free(m.keys);
     query_end(&q);
     return rc;
 }
@@ -327,6 +412,23 @@ EMBER_API void ember_merged_info(const ember_merged *m, uint64_t *nseries,
         *nseries = m != NULL ? m->nseries : 0;
     if (nprofiles != NULL)
         *nprofiles = m != NULL ? m->nprofiles : 0;
+}
+
+EMBER_API void ember_merged_span(const ember_merged *m, int64_t *min_time_ms,
+                               int64_t *max_time_ms, int64_t *duration_ns,
+                               int64_t *period)
+{
+    static const merge_span none;
+    const merge_span *sp = m != NULL ? &m->span : &none;
+
+    if (min_time_ms != NULL)
+        *min_time_ms = sp->min_time;
+    if (max_time_ms != NULL)
+        *max_time_ms = sp->max_time;
+    if (duration_ns != NULL)
+        *duration_ns = sp->duration_ns;
+    if (period != NULL)
+        *period = sp->period;
 }
 
 EMBER_API void ember_merged_free(ember_merged *m)

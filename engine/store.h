@@ -53,6 +53,24 @@ extern const char *const em_table_names[EM_T_COUNT];
 
 typedef struct em_req em_req;       /* a queued append (engine/write.c) */
 
+/* The writer's intern cache (engine/icache.c): record bytes -> id. */
+typedef struct em_icache {
+    struct em_icache_slot *slots;
+    size_t mask, used;
+    uint8_t *bytes;
+    size_t nbytes, cap;
+} em_icache;
+
+/* *ID of TABLE's record REC (hash H), when cached. */
+bool em_icache_get(const em_icache *c, int table, uint64_t h,
+                   const uint8_t *rec, size_t len, uint32_t *id);
+/* Caches it; best effort, never fails. */
+void em_icache_put(em_icache *c, int table, uint64_t h, const uint8_t *rec,
+                   size_t len, uint32_t id);
+/* Forgets everything: after any abort, whose ids are gone. */
+void em_icache_clear(em_icache *c);
+void em_icache_free(em_icache *c);
+
 struct ember_db {
     MDB_env *env;
     MDB_dbi dbi[EM_D_COUNT];
@@ -67,6 +85,7 @@ struct ember_db {
     em_req *qhead, *qtail;
     bool leader;                    /* a thread is committing a group */
     em_codec *wcodec;               /* the writer's codec (under wlock) */
+    em_icache icache;               /* the writer's intern cache (wlock) */
     pthread_t syncer;               /* EMBER_SYNC_INTERVAL thread */
     bool syncer_running, stopping;
     pthread_mutex_t smu;
@@ -143,6 +162,9 @@ int em_table_get(MDB_txn *txn, ember_db *db, int table, uint32_t id,
                  const uint8_t **rec, size_t *len);
 int em_intern_str(em_wtxn *w, const char *s, size_t len, uint32_t *id);
 /* Series: type and labels to id; new series get their postings staged. */
+/* What em_series_intern would refuse before writing anything: the type and
+** the labels (names, lengths, repeats). */
+int em_series_check(const char *type, const ember_label *labels, size_t n);
 int em_series_intern(em_wtxn *w, const char *type, const ember_label *labels,
                      size_t n, uint32_t *id);
 /* Stacks: validated and interned; new ones stage function postings. */

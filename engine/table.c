@@ -115,15 +115,21 @@ int em_table_intern(em_wtxn *w, int table, const uint8_t *rec, size_t len,
                     uint32_t *id, bool *created)
 {
     uint64_t h = em_hash64(rec, len, (uint64_t)table);
-    int rc = table_lookup(w->txn, w->db, table, h, rec, len, id);
+    int rc;
 
     if (created != NULL)
         *created = false;
-    if (rc != EMBER_ENOTFOUND)
-        return rc;
-    if (created != NULL)
-        *created = true;
-    return table_insert(w, table, h, rec, len, id);
+    if (em_icache_get(&w->db->icache, table, h, rec, len, id))
+        return EMBER_OK;
+    rc = table_lookup(w->txn, w->db, table, h, rec, len, id);
+    if (rc == EMBER_ENOTFOUND) {
+        if (created != NULL)
+            *created = true;
+        rc = table_insert(w, table, h, rec, len, id);
+    }
+    if (rc == EMBER_OK)
+        em_icache_put(&w->db->icache, table, h, rec, len, *id);
+    return rc;
 }
 
 int em_intern_str(em_wtxn *w, const char *s, size_t len, uint32_t *id)
@@ -306,6 +312,15 @@ static int series_stage(em_wtxn *w, const char *type, const label_ref *l,
         rc = em_staged_add(&w->post, key, a + 1 + b, id);
     }
     return rc;
+}
+
+int em_series_check(const char *type, const ember_label *labels, size_t n)
+{
+    label_ref l[EM_MAX_LABELS];
+    size_t k = 0;
+    int rc = em_profile_type_check(type);
+
+    return rc == EMBER_OK ? labels_canon(labels, n, l, &k) : rc;
 }
 
 int em_series_intern(em_wtxn *w, const char *type, const ember_label *labels,

@@ -432,6 +432,7 @@ static int nested(em_wtxn *w, int (*fn)(em_wtxn *, void *), void *ctx)
         mdb_txn_abort(child);
     }
     if (rc != EMBER_OK) {
+        em_icache_clear(&w->db->icache);    /* the child's ids are gone */
         w->c = saved;
         em_staged_clear(&w->post);
         em_staged_clear(&w->fpost);
@@ -745,30 +746,40 @@ EMBER_API int ember_intern_stack(ember_txn *t, const uint32_t *locs,
     return txn_result(t, em_stack_intern(&t->w, locs, n, id));
 }
 
-typedef struct append_ctx {
-    const ember_profile *p;
-} append_ctx;
-
-static int append_fn(em_wtxn *w, void *ctx)
+/* Everything of P that an append could refuse as EINVAL or ELIMIT, checked
+** before anything is written: after it, a failure is the store's. */
+static int append_check(const em_wtxn *w, const ember_profile *p)
 {
-    return write_profile(w, ((append_ctx *)ctx)->p, 0);
+    int rc = profile_check(p, 0);
+
+    if (rc == EMBER_OK)
+        rc = em_series_check(p->type, p->labels, p->nlabels);
+    for (size_t i = 0; rc == EMBER_OK && i < p->nsamples; i++)
+        if (p->samples[i].stack >= w->c.next[EM_T_STACK])
+            rc = em_err(EMBER_EINVAL, "a sample names stack %u, which does "
+                        "not exist", p->samples[i].stack);
+    return rc;
 }
 
+/* No nested transaction per append: input that would be refused is found
+** by append_check first, so a failure while writing is the store's
+** (ENOMEM, EIO, a full map) and ends the transaction anyway. This keeps an
+** append as cheap as in a batch, and the postings staged for the whole
+** transaction are merged once, at commit (a nested transaction per append
+** copied LMDB's dirty page list and rewrote the same bitmaps per append). */
 EMBER_API int ember_txn_append(ember_txn *t, const ember_profile *p)
 {
-    append_ctx a = { p };
     int rc;
 
     em_err_clear();
     rc = txn_usable(t);
-    /* Stage-flush what earlier calls interned, so that a failing append's
-    ** nested txn drops only its own postings. */
     if (rc == EMBER_OK)
-        rc = em_staged_flush(&t->w, &t->w.post, t->db->dbi[EM_D_POST]);
-    if (rc == EMBER_OK)
-        rc = em_staged_flush(&t->w, &t->w.fpost, t->db->dbi[EM_D_FPOST]);
-    if (rc == EMBER_OK)
-        rc = nested(&t->w, append_fn, &a);
+        rc = append_check(&t->w, p);
+    if (rc != EMBER_OK)
+        return rc;
+    rc = write_profile(&t->w, p, 0);
+    if (rc != EMBER_OK && rc != EM_EMAPFULL)
+        t->failed = true;
     return txn_result(t, rc);
 }
 

@@ -194,7 +194,9 @@ EMBER_API int ember_intern_location(ember_txn *txn, const ember_location *l,
 /* LOCS: location ids, leaf first. N may be 0 (the empty stack). */
 EMBER_API int ember_intern_stack(ember_txn *txn, const uint32_t *locs,
                                  size_t n, uint32_t *id);
-/* Appends P inside TXN; durable when TXN commits. */
+/* Appends P inside TXN; durable when TXN commits. A profile refused as
+** EINVAL or ELIMIT (bad type or labels, unknown stack) writes nothing and
+** TXN goes on; after any other failure only ember_txn_abort is left. */
 EMBER_API int ember_txn_append(ember_txn *txn, const ember_profile *p);
 
 /* Seals every head chunk into compressed chunks now, instead of waiting for
@@ -262,6 +264,14 @@ EMBER_API size_t ember_merged_samples(const ember_merged *m,
 /* How many series and profiles the merge covered. */
 EMBER_API void ember_merged_info(const ember_merged *m, uint64_t *nseries,
                                  uint64_t *nprofiles);
+/* The merged header as pprof's merge makes it: the earliest and latest
+** profile time (unix ms), the summed duration (ns; profiles sharing a time
+** and a duration, as the parts of one imported file do, count once) and
+** the largest period of the profiles merged; all 0 when none was. Out
+** pointers may be NULL. */
+EMBER_API void ember_merged_span(const ember_merged *m, int64_t *min_time_ms,
+                                 int64_t *max_time_ms, int64_t *duration_ns,
+                                 int64_t *period);
 EMBER_API void ember_merged_free(ember_merged *m);
 
 /* Per-profile totals over time (the graph above a flame graph): for each
@@ -323,6 +333,25 @@ EMBER_API int ember_snapshot_mapping(ember_snapshot *s, uint32_t id,
 /* String ID; *len (if not NULL) gets its length. NUL-terminated. */
 EMBER_API int ember_snapshot_string(ember_snapshot *s, uint32_t id,
                                     const char **str, size_t *len);
+
+/* ------------------------------------------------------------------------ */
+/* pprof out                                                                 */
+
+enum { EMBER_PPROF_GZIP = 1u };     /* gzip the bytes, as .pb.gz files are */
+
+/* Encodes M as a pprof profile (profile.proto) that `go tool pprof` opens.
+** TYPE is the profile type of what was merged: it gives the sample and
+** period types; period, time and duration come from ember_merged_span.
+** Every non-zero stack is written with its locations, inline lines,
+** functions and mappings, read from one snapshot of DB. *OUT gets a new
+** buffer of *LEN bytes to free with ember_free. EMBER_EINVAL for a bad
+** TYPE or FLAGS. */
+EMBER_API int ember_pprof_encode(ember_db *db, const ember_merged *m,
+                                 const char *type, unsigned flags, void **out,
+                                 size_t *len);
+
+/* Frees a buffer Ember returned (ember_pprof_encode's). NULL: no-op. */
+EMBER_API void ember_free(void *p);
 
 /* ------------------------------------------------------------------------ */
 /* Statistics and verification                                               */

@@ -25,31 +25,6 @@ typedef struct writer {
     ember_sample *samples;      /* one per distinct stack */
 } writer;
 
-/* Copies the caller's options (of any older, smaller size) over the
-** defaults into *O and checks what the engine would reject late. */
-static int import_opts(const em_import_opts *opts, em_import_opts *o)
-{
-    int rc;
-
-    memset(o, 0, sizeof *o);
-    if (opts != NULL) {
-        if (opts->sz == 0)
-            return em_err(EMBER_EINVAL, "import options: sz is not set");
-        memcpy(o, opts, opts->sz < sizeof *o ? opts->sz : sizeof *o);
-    }
-    o->sz = sizeof *o;
-    if (o->origin == NULL)
-        o->origin = "<input>";
-    if (o->type == NULL)
-        o->type = EM_COLLAPSED_DEFAULT_TYPE;
-    if (o->nlabels > 0 && o->labels == NULL)
-        return em_err(EMBER_EINVAL, "%s: %zu labels but no label array",
-                      o->origin, o->nlabels);
-    if ((rc = em_profile_type_check(o->type)) != EMBER_OK)
-        return em_err_prefix(rc, "%s", o->origin);
-    return EMBER_OK;
-}
-
 /* Allocates W's scratch for fold F. */
 static int writer_alloc(writer *w, const em_fold *f)
 {
@@ -144,7 +119,9 @@ int em_import_collapsed(ember_db *db, const char *buf, size_t len,
         memset(out, 0, sizeof *out);
     if (db == NULL)
         return em_err(EMBER_EINVAL, "import: no database");
-    rc = import_opts(opts, &o);
+    rc = em_import_opts_norm(opts, &o);
+    if (o.type == NULL)
+        o.type = EM_COLLAPSED_DEFAULT_TYPE;
     if (rc == EMBER_OK)
         rc = em_collapsed_parse(buf, len, o.origin, em_fold_add, &f);
     if (rc == EMBER_OK && f.nstacks > 0)

@@ -19,10 +19,12 @@
 #ifndef EM_INGEST_H
 #define EM_INGEST_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "ember.h"
+#include "ingest/pset.h"
 
 /* The profile type of an import that names none: what perf, the eBPF
 ** sampler and most collapsed files hold (CPU samples, counted). */
@@ -57,17 +59,46 @@ typedef int (*em_collapsed_fn)(void *ctx, const em_collapsed_frame *frames,
 int em_collapsed_parse(const char *buf, size_t len, const char *origin,
                        em_collapsed_fn fn, void *ctx);
 
+/* Input formats. AUTO detects by content (em_format_detect). */
+typedef enum em_format {
+    EM_FORMAT_AUTO = 0,
+    EM_FORMAT_PPROF = 1,        /* protobuf, raw or gzip'd */
+    EM_FORMAT_COLLAPSED = 2,    /* folded stacks, see above */
+    EM_FORMAT_PERF = 3          /* `perf script` text */
+} em_format;
+
+/* The default window that groups perf script samples into profiles. */
+#define EM_PERF_DEFAULT_WINDOW_MS 10000
+/* The default limit on the size of one input after gunzip: a gzip bomb
+** stops here with EMBER_ELIMIT instead of filling memory. */
+#define EM_IMPORT_MAX_BYTES (1ull << 30)
+
 /* How an import labels and times what it writes. Zeroed with sz set means:
-** origin "<input>", type EM_COLLAPSED_DEFAULT_TYPE, no labels, time 0. */
+** origin "<input>", format AUTO, type by format (pprof: from the file;
+** others: EM_COLLAPSED_DEFAULT_TYPE), no labels, time 0. */
 typedef struct em_import_opts {
     size_t sz;                  /* sizeof(em_import_opts) */
     const char *origin;         /* file name, for messages; NULL: "<input>" */
-    const char *type;           /* profile type; NULL: the default above */
-    const ember_label *labels;  /* series labels, copied by the engine */
+    const char *type;           /* profile type of collapsed and perf script
+                                ** input; NULL: by format. pprof ignores it */
+    const ember_label *labels;  /* series labels of every profile written */
     size_t nlabels;
-    int64_t time_ms;            /* profile timestamp, unix milliseconds */
+    int64_t time_ms;            /* profile time when the input has none
+                                ** (pprof without time_nanos, collapsed);
+                                ** perf script: the time of its first sample */
     int64_t duration_ns;        /* what the profile covers; 0: unknown */
     int64_t period;             /* sampling period in period units; 0: none */
+    em_format format;           /* EM_FORMAT_AUTO: detect */
+    const char *name;           /* pprof: the name part of every profile
+                                ** type, instead of the one guessed from the
+                                ** sample types; NULL: guess */
+    int64_t window_ms;          /* perf script: samples of one thread within
+                                ** a window form one profile; 0: default */
+    bool comm_prefix;           /* collapsed: the first frame is the
+                                ** "comm-pid" (or "comm") prefix that
+                                ** stackcollapse-perf --pid writes: it
+                                ** becomes labels comm and pid */
+    uint64_t max_bytes;         /* limit after gunzip; 0: EM_IMPORT_MAX_BYTES */
 } em_import_opts;
 
 /* What an import read and wrote, for progress lines. */
@@ -76,6 +107,9 @@ typedef struct em_import_stats {
     uint64_t stacks;            /* distinct stacks = samples written */
     uint64_t functions;         /* distinct frame names */
     int64_t total;              /* sum of all values (wraps, as merges do) */
+    uint64_t profiles;          /* em_import: profiles written */
+    uint64_t samples;           /* em_import: samples written */
+    uint64_t bytes;             /* em_import: input bytes after gunzip */
 } em_import_stats;
 
 /* Imports LEN bytes of collapsed stacks at BUF as ONE profile: identical
@@ -86,5 +120,51 @@ typedef struct em_import_stats {
 ** OPTS may be NULL (all defaults); OUT may be NULL; on error OUT is zeroed. */
 int em_import_collapsed(ember_db *db, const char *buf, size_t len,
                         const em_import_opts *opts, em_import_stats *out);
+
+/* ---- decoders into a profile set (ingest/pset.h) ----------------------- */
+
+/* Each decoder reads LEN bytes at BUF whole and fills *OUT (zeroed, or
+** holding earlier files' content, which stays), or fails with one message
+** "ORIGIN: what is wrong [where]" and leaves *OUT as it was before the call
+** only in that the caller must em_pset_free it either way. OPTS may be NULL.
+** None of them touches a database. */
+
+/* pprof, already gunzipped. One profile per sample type and distinct set of
+** sample labels (docs/ingest.md says how types are named and labels kept). */
+int em_pprof_decode(const void *buf, size_t len, const em_import_opts *opts,
+                    em_pset *out);
+/* `perf script` output: samples grouped per (comm, pid, tid, event) and
+** window into profiles. */
+int em_perf_decode(const char *buf, size_t len, const em_import_opts *opts,
+                   em_pset *out);
+/* Collapsed stacks as one profile (or one per comm/pid with comm_prefix). */
+int em_collapsed_decode(const char *buf, size_t len,
+                        const em_import_opts *opts, em_pset *out);
+
+/* True when BUF starts with the gzip magic. */
+bool em_is_gzip(const void *buf, size_t len);
+/* Inflates the gzip stream (or concatenated members) at BUF into a new
+** buffer *OUT (em_free it) of *OUTLEN bytes, one NUL byte after the end.
+** More than MAX bytes: EMBER_ELIMIT. A bad stream: EMBER_EINVAL. */
+int em_gunzip(const void *buf, size_t len, uint64_t max, void **out,
+              size_t *outlen);
+/* The format BUF (not gzip'd) most likely holds: PERF or COLLAPSED for text
+** whose first lines parse as such, PPROF for binary, AUTO when none fits. */
+em_format em_format_detect(const void *buf, size_t len);
+/* "pprof", "collapsed", "perf", "auto". */
+const char *em_format_name(em_format f);
+/* Parses a --format word; EMBER_EINVAL for an unknown one. */
+int em_format_parse(const char *s, em_format *out);
+
+/* Gunzips when gzip'd, detects unless OPTS says the format, and decodes
+** into *OUT. Messages start with the origin. */
+int em_decode(const void *buf, size_t len, const em_import_opts *opts,
+              em_pset *out);
+
+/* em_decode, then em_pset_write in one transaction of DB: the whole input
+** or nothing. OUT (may be NULL) gets profiles, samples and bytes (and, for
+** the older fields, lines = profiles, stacks = samples, functions). */
+int em_import(ember_db *db, const void *buf, size_t len,
+              const em_import_opts *opts, em_import_stats *out);
 
 #endif /* EM_INGEST_H */

@@ -252,6 +252,11 @@ typedef struct em_top_opts {
                                 ** -nodefraction, which defaults to 0.005) */
     double edge_fraction;       /* pprof's -edgefraction (default 0.001);
                                 ** only decides the "(inline)" suffixes */
+    const char *unit;           /* pprof's -unit: every value in this unit
+                                ** ("ns", "ms", "s", "B", "kB", "MB", ...;
+                                ** "auto": each value scaled on its own);
+                                ** NULL or "minimum": one unit for the
+                                ** report, picked as pprof does by default */
 } em_top_opts;
 
 /* `go tool pprof -top` with granularity=functions over P: flat(f) sums the

@@ -21,7 +21,8 @@
 ** - Edges decide the suffix: a function whose incoming edges (weight at
 **   least edge_fraction of the summed flat) are all inlined calls is printed
 **   "name (inline)", some of them "name (partial-inline)".
-** - One output unit for the whole report (pprof's "minimum" unit).
+** - One output unit for the whole report (pprof's "minimum" unit), unless
+**   the caller names one (pprof's -unit), which every value is printed in.
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -361,7 +362,8 @@ int em_render_top(FILE *f, const em_rprofile *p, const em_top_opts *opts)
         rows_sort(&t, o.cum_sort);
     }
     rows_mark_inline(&t, cutoff(base, o.edge_fraction));
-    pr.out_unit = output_unit(&t, pr.total);
+    pr.out_unit = o.unit == NULL || strcmp(o.unit, "minimum") == 0 ?
+                  output_unit(&t, pr.total) : o.unit;
     print_labels(f, &t, &pr, dropped, drop_at, orig);
     print_rows(f, &t, &pr);
     if (ferror(f))

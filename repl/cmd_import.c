@@ -1,8 +1,15 @@
 /*
-** repl/cmd_import.c: `ember import`. Each file becomes one profile, written
-** atomically (a bad file writes nothing and the others go on; the exit
-** status says whether any failed). A directory is walked recursively in name
-** order so that imports are reproducible.
+** repl/cmd_import.c: `ember import`. Each file is read whole, gunzipped when
+** gzip'd, its format told by content (or --format), and decoded in memory
+** into a profile set; a bad file is reported and skipped before anything is
+** written, the others go on, and the exit status says whether any failed.
+**
+** Good files are written in batches, one transaction (so one fsync) per
+** batch: importing thousands of small pprof files costs thousands of
+** fsyncs otherwise. Should a batch fail to write, each of its files is
+** written again alone, so one file's failure never takes the others down
+** and each file stays all-or-nothing. Directories are walked recursively in
+** name order so that imports are reproducible.
 */
 #include <dirent.h>
 #include <errno.h>
@@ -18,17 +25,28 @@
 #include "query/query.h"
 #include "repl/cli.h"
 
-#define IMPORT_MAX_FILE (1ull << 30)   /* bytes read from one file */
+#define IMPORT_MAX_FILE (1ull << 30)        /* bytes read from one file */
+#define BATCH_MAX_FILES 512                 /* files per transaction */
+#define BATCH_MAX_BYTES (64ull << 20)       /* decoded input per transaction */
+#define PROGRESS_MS 250                     /* progress line refresh */
+
+/* One decoded file waiting for its batch to be written. */
+typedef struct pending {
+    char *path;
+    em_pset set;
+} pending;
 
 typedef struct import_run {
     ember_db *db;
-    const char *type;
+    em_import_opts opts;            /* shared by every file; origin, time per file */
     ember_label labels[EM_MAX_CLI_LABELS];
-    size_t nlabels;
     const char *time;               /* --time, or NULL */
-    int64_t now_ms;
-    uint64_t files, failed, samples, bytes;
-    int64_t started_ms;
+    int64_t now_ms, started_ms, shown_ms;
+    bool progress;                  /* stderr is a terminal */
+    pending batch[BATCH_MAX_FILES];
+    size_t nbatch;
+    uint64_t batch_bytes;
+    uint64_t files, failed, profiles, samples, bytes;
 } import_run;
 
 /* Reads all of PATH into a new buffer (*buf, em_free it). */
@@ -57,6 +75,7 @@ static int file_read(const char *path, char **buf, size_t *len)
     n = fread(*buf, 1, (size_t)st.st_size, f);
     if (n != (size_t)st.st_size || ferror(f))
         rc = em_err(EMBER_EIO, "short read");
+    (*buf)[n] = '\0';
     *len = n;
 out:
     if (f != NULL)
@@ -64,7 +83,8 @@ out:
     return rc;
 }
 
-/* The profile time: --time, else a unix-ms file name, else the mtime. */
+/* The time of a file whose content has none: --time, else a unix-ms file
+** name, else the mtime. */
 static int file_time(const import_run *r, const char *path, int64_t *ms)
 {
     const char *base = strrchr(path, '/');
@@ -88,32 +108,122 @@ static int file_time(const import_run *r, const char *path, int64_t *ms)
     return EMBER_OK;
 }
 
+/* Prints why PATH failed; ingest messages start with the path already. */
+static void report_failure(import_run *r, const char *path)
+{
+    const char *msg = em_errmsg();
+
+    r->failed++;
+    if (r->progress)
+        fputs("\r\033[K", stderr);
+    if (strncmp(msg, path, strlen(path)) == 0)
+        em_cli_fail(0, "import", "%s", msg);
+    else
+        em_cli_fail(0, "import", "%s: %s", path, msg);
+}
+
+static void progress_show(import_run *r, bool force)
+{
+    int64_t now = em_cli_now_ms();
+    double secs = (double)(now - r->started_ms) / 1000.0;
+
+    if (!r->progress || (!force && now - r->shown_ms < PROGRESS_MS))
+        return;
+    r->shown_ms = now;
+    if (secs <= 0)
+        secs = 0.001;
+    fprintf(stderr, "\r\033[K%llu files, %llu profiles, %llu samples "
+            "(%.0f samples/s, %.1f MB/s)", (unsigned long long)r->files,
+            (unsigned long long)r->profiles, (unsigned long long)r->samples,
+            (double)r->samples / secs, (double)r->bytes / 1e6 / secs);
+}
+
+/* Writes the decoded sets P[0..N) in one transaction. */
+static int write_sets(import_run *r, pending *p, size_t n,
+                      em_pset_counts *total)
+{
+    ember_txn *txn = NULL;
+    int rc = ember_txn_begin(r->db, &txn);
+
+    *total = (em_pset_counts){ 0 };
+    for (size_t i = 0; rc == EMBER_OK && i < n; i++) {
+        em_pset_counts c;
+        rc = em_pset_write(txn, &p[i].set, &c);
+        total->profiles += c.profiles;
+        total->samples += c.samples;
+    }
+    if (rc != EMBER_OK) {
+        ember_txn_abort(txn);
+        return rc;
+    }
+    return ember_txn_commit(txn);
+}
+
+static void count_written(import_run *r, const pending *p, size_t n,
+                          const em_pset_counts *c)
+{
+    r->profiles += c->profiles;
+    r->samples += c->samples;
+    for (size_t i = 0; i < n; i++)
+        r->bytes += p[i].set.bytes_in;
+}
+
+/* Writes the batch, falling back to one transaction per file. */
+static void batch_flush(import_run *r)
+{
+    em_pset_counts c;
+
+    if (r->nbatch == 0)
+        return;
+    if (write_sets(r, r->batch, r->nbatch, &c) == EMBER_OK) {
+        count_written(r, r->batch, r->nbatch, &c);
+    } else {
+        for (size_t i = 0; i < r->nbatch; i++) {
+            if (write_sets(r, &r->batch[i], 1, &c) == EMBER_OK)
+                count_written(r, &r->batch[i], 1, &c);
+            else
+                report_failure(r, r->batch[i].path);
+        }
+    }
+    for (size_t i = 0; i < r->nbatch; i++) {
+        em_pset_free(&r->batch[i].set);
+        free(r->batch[i].path);
+    }
+    r->nbatch = 0;
+    r->batch_bytes = 0;
+    progress_show(r, false);
+}
+
+/* Decodes PATH into the next batch slot; a bad file is reported here. */
 static void import_file(import_run *r, const char *path)
 {
-    em_import_opts o = { .sz = sizeof o, .origin = path, .type = r->type,
-                         .labels = r->labels, .nlabels = r->nlabels };
-    em_import_stats st;
+    pending *p = &r->batch[r->nbatch];
+    em_import_opts o = r->opts;
     char *buf = NULL;
     size_t len = 0;
-    int rc = file_time(r, path, &o.time_ms);
+    int rc;
 
+    memset(&p->set, 0, sizeof p->set);
+    o.origin = path;
+    rc = file_time(r, path, &o.time_ms);
     if (rc == EMBER_OK)
         rc = file_read(path, &buf, &len);
     if (rc == EMBER_OK)
-        rc = em_import_collapsed(r->db, buf, len, &o, &st);
+        rc = em_decode(buf, len, &o, &p->set);
     em_free(buf);
     r->files++;
+    p->path = rc == EMBER_OK ? strdup(path) : NULL;
+    if (rc == EMBER_OK && p->path == NULL)
+        rc = em_err(EMBER_ENOMEM, "file name");
     if (rc != EMBER_OK) {
-        r->failed++;
-        /* ingest messages start with the file name already */
-        if (strncmp(em_errmsg(), path, strlen(path)) == 0)
-            em_cli_fail(0, "import", "%s", em_errmsg());
-        else
-            em_cli_fail(0, "import", "%s: %s", path, em_errmsg());
+        em_pset_free(&p->set);
+        report_failure(r, path);
         return;
     }
-    r->samples += st.stacks;
-    r->bytes += len;
+    r->batch_bytes += p->set.bytes_in;
+    if (++r->nbatch == BATCH_MAX_FILES || r->batch_bytes >= BATCH_MAX_BYTES)
+        batch_flush(r);
+    progress_show(r, false);
 }
 
 static int name_cmp(const void *a, const void *b)
@@ -151,7 +261,8 @@ static void import_dir(import_run *r, const char *path, int depth)
             names[n++] = full;
     }
     closedir(d);
-    qsort(names, n, sizeof *names, name_cmp);
+    if (n > 0)
+        qsort(names, n, sizeof *names, name_cmp);
     for (size_t i = 0; i < n; i++) {
         import_path(r, names[i], depth + 1);
         free(names[i]);
@@ -174,17 +285,79 @@ static void import_path(import_run *r, const char *path, int depth)
     }
 }
 
-static void import_summary(const import_run *r)
+static void import_summary(import_run *r)
 {
     double secs = (double)(em_cli_now_ms() - r->started_ms) / 1000.0;
 
+    if (r->progress)
+        fputs("\r\033[K", stderr);
     if (secs <= 0)
         secs = 0.001;
-    fprintf(stderr, "imported %llu of %llu files: %llu samples, %.1f MB in "
-            "%.2f s (%.0f samples/s)\n",
+    fprintf(stderr, "imported %llu of %llu files: %llu profiles, %llu "
+            "samples, %.1f MB in %.2f s (%.0f samples/s, %.1f MB/s)\n",
             (unsigned long long)(r->files - r->failed),
-            (unsigned long long)r->files, (unsigned long long)r->samples,
-            (double)r->bytes / 1e6, secs, (double)r->samples / secs);
+            (unsigned long long)r->files, (unsigned long long)r->profiles,
+            (unsigned long long)r->samples, (double)r->bytes / 1e6, secs,
+            (double)r->samples / secs, (double)r->bytes / 1e6 / secs);
+}
+
+/* Parses "512M", "2G", "1000000" into bytes. */
+static int size_parse(const char *s, uint64_t *out)
+{
+    char *end;
+    unsigned long long v;
+
+    errno = 0;
+    v = strtoull(s, &end, 10);
+    if (errno != 0 || end == s || v == 0)
+        return -1;
+    switch (*end) {
+    case 'k': case 'K': v <<= 10; end++; break;
+    case 'm': case 'M': v <<= 20; end++; break;
+    case 'g': case 'G': v <<= 30; end++; break;
+    default: break;
+    }
+    *out = v;
+    return *end == '\0' ? 0 : -1;
+}
+
+/* Handles one option C (with OPTARG); 0, or the exit status of a misuse. */
+static int import_opt(import_run *r, int c, const char **dir)
+{
+    em_import_opts *o = &r->opts;
+
+    switch (c) {
+    case 'd': *dir = optarg; return 0;
+    case 't': o->type = optarg; return 0;
+    case 'N': o->name = optarg; return 0;
+    case 'T': r->time = optarg; return 0;
+    case 'C': o->comm_prefix = true; return 0;
+    case 'f':
+        if (em_format_parse(optarg, &o->format) != EMBER_OK)
+            return em_cli_fail(2, "import", "--format %s: expected auto, "
+                               "pprof, collapsed or perf", optarg);
+        return 0;
+    case 'w':
+        if (em_duration_parse(optarg, &o->window_ms) != EMBER_OK ||
+            o->window_ms <= 0)
+            return em_cli_fail(2, "import", "--window %s: expected a "
+                               "duration such as 10s or 1m", optarg);
+        return 0;
+    case 'M':
+        if (size_parse(optarg, &o->max_bytes) != 0)
+            return em_cli_fail(2, "import", "--max-size %s: expected bytes "
+                               "such as 512M or 2G", optarg);
+        return 0;
+    case 'l':
+        if (o->nlabels == EM_MAX_CLI_LABELS ||
+            em_cli_label(optarg, &r->labels[o->nlabels]) != 0)
+            return em_cli_fail(2, "import", "-l %s: expected name=value (at "
+                               "most %d)", optarg, EM_MAX_CLI_LABELS);
+        o->nlabels++;
+        return 0;
+    default:
+        return em_cli_usage("import");
+    }
 }
 
 static int import_args(import_run *r, int argc, char **argv, const char **dir)
@@ -193,52 +366,52 @@ static int import_args(import_run *r, int argc, char **argv, const char **dir)
         { "dir", required_argument, NULL, 'd' },
         { "format", required_argument, NULL, 'f' },
         { "type", required_argument, NULL, 't' },
+        { "name", required_argument, NULL, 'N' },
         { "label", required_argument, NULL, 'l' },
         { "time", required_argument, NULL, 'T' },
+        { "window", required_argument, NULL, 'w' },
+        { "comm", no_argument, NULL, 'C' },
+        { "max-size", required_argument, NULL, 'M' },
         { NULL, 0, NULL, 0 },
     };
-    int c;
+    int c, st;
 
+    r->opts.sz = sizeof r->opts;
+    r->opts.labels = r->labels;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "d:l:", longs, NULL)) != -1) {
-        if (c == 'd')
-            *dir = optarg;
-        else if (c == 't')
-            r->type = optarg;
-        else if (c == 'T')
-            r->time = optarg;
-        else if (c == 'f' && strcmp(optarg, "collapsed") != 0 &&
-                 strcmp(optarg, "auto") != 0)
-            return em_cli_fail(2, "import", "--format %s: this version reads "
-                               "collapsed stacks only", optarg);
-        else if (c == 'l' && (r->nlabels == EM_MAX_CLI_LABELS ||
-                              em_cli_label(optarg, &r->labels[r->nlabels++])))
-            return em_cli_fail(2, "import", "-l %s: expected name=value "
-                               "(at most %d)", optarg, EM_MAX_CLI_LABELS);
-        else if (c == '?')
-            return em_cli_usage("import");
-    }
+    while ((c = getopt_long(argc, argv, "d:l:", longs, NULL)) != -1)
+        if ((st = import_opt(r, c, dir)) != 0)
+            return st;
     if (*dir == NULL || optind >= argc)
         return em_cli_usage("import");
+    if (r->opts.type != NULL && em_profile_type_check(r->opts.type) != 0)
+        return em_cli_fail(2, "import", "--type: %s", em_errmsg());
+    if (r->time != NULL && em_time_parse(r->time, r->now_ms, &(int64_t){ 0 }))
+        return em_cli_fail(2, "import", "--time: %s", em_errmsg());
     return 0;
 }
 
 int em_cmd_import(int argc, char **argv)
 {
-    import_run r;
+    import_run *r = calloc(1, sizeof *r);
     const char *dir = NULL;
     int st;
 
-    memset(&r, 0, sizeof r);
-    r.now_ms = r.started_ms = em_cli_now_ms();
-    st = import_args(&r, argc, argv, &dir);
-    if (st != 0)
-        return st;
-    if (em_cli_open("import", dir, 0, &r.db) != EMBER_OK)
-        return 1;
-    for (int i = optind; i < argc; i++)
-        import_path(&r, argv[i], 0);
-    ember_close(r.db);
-    import_summary(&r);
-    return r.failed > 0 ? 1 : 0;
+    if (r == NULL)
+        return em_cli_fail(1, "import", "out of memory");
+    r->now_ms = r->started_ms = em_cli_now_ms();
+    r->progress = isatty(STDERR_FILENO);
+    st = import_args(r, argc, argv, &dir);
+    if (st == 0 && em_cli_open("import", dir, 0, &r->db) != EMBER_OK)
+        st = 1;
+    if (st == 0) {
+        for (int i = optind; i < argc; i++)
+            import_path(r, argv[i], 0);
+        batch_flush(r);
+        import_summary(r);
+        st = r->failed > 0 ? 1 : 0;
+    }
+    ember_close(r->db);
+    free(r);
+    return st;
 }

@@ -13,29 +13,48 @@
 static int cmd_help(int argc, char **argv);
 
 const em_cmd em_commands[] = {
-    { "import", "-d DIR [--format auto|collapsed] [--type T] [-l k=v]... "
-      "[--time T] FILE|DIR...",
-      "store profiles from files",
-      "Reads each FILE (a directory is read recursively) and stores it as one\n"
-      "profile. Collapsed stacks (`root;...;leaf VALUE` per line) are read\n"
-      "today; pprof and `perf script` input come with a later release.\n"
-      "  --type T   profile type (default "
-      "process_cpu:samples:count:cpu:nanoseconds:delta)\n"
-      "  -l k=v     a series label; repeat for more\n"
-      "  --time T   the profile time (RFC 3339, unix s or ms, now, -1h);\n"
-      "             default: the file name when it is unix ms\n"
-      "             (1732170000000.txt), else the file's mtime\n",
+    { "import", "-d DIR [--format auto|pprof|collapsed|perf] [-l k=v]... "
+      "[--type T] [--name N] [--time T] [--window D] [--comm] "
+      "[--max-size N] FILE|DIR...",
+      "store profiles from pprof, perf script or collapsed files",
+      "Reads each FILE (a directory is read recursively, in name order),\n"
+      "gunzips it when gzip'd and tells its format by content: pprof\n"
+      "(Go's runtime/pprof and most profilers), `perf script` text, or\n"
+      "collapsed stacks (`root;...;leaf VALUE` per line). A bad file is\n"
+      "reported and writes nothing; the others go on; the exit status is 1\n"
+      "when any failed. docs/ingest.md tells what each format becomes.\n"
+      "  --format F   pprof, collapsed or perf instead of detecting\n"
+      "  -l k=v       a series label on everything imported; repeat for more\n"
+      "  --type T     profile type of collapsed and perf script input\n"
+      "               (default process_cpu:samples:count:cpu:nanoseconds:delta)\n"
+      "  --name N     pprof: the name part of the profile types (default:\n"
+      "               process_cpu, memory, goroutine, mutex, block by the\n"
+      "               sample types)\n"
+      "  --time T     the time of input that carries none (RFC 3339, unix s\n"
+      "               or ms, now, -1h); perf script: of its first sample;\n"
+      "               default: the file name when it is unix ms\n"
+      "               (1732170000000.txt), else the file's mtime\n"
+      "  --window D   perf script: one profile per thread per window (10s)\n"
+      "  --comm       collapsed: the first frame is stackcollapse-perf's\n"
+      "               comm-pid prefix; it becomes labels comm and pid\n"
+      "  --max-size N largest input after gunzip (default 1G)\n",
       em_cmd_import },
-    { "query", "-d DIR [--from T] [--to T] [-o top|collapsed] "
-      "[--limit N] [--cum] 'SELECTOR'",
+    { "query", "-d DIR [--from T] [--to T] [-o top|collapsed|pprof] "
+      "[--output-file F] [--limit N] [--cum] [--unit U] 'SELECTOR'",
       "merge matching profiles and print them",
       "Merges every profile SELECTOR matches in the range (default: all\n"
       "stored time) and prints it. SELECTOR is TYPE{label=\"value\", ...}\n"
       "with the matchers = != =~ !~ (docs/query-language.md).\n"
       "  -o top        flat/cum table as `go tool pprof -top` (default)\n"
       "  -o collapsed  root;...;leaf VALUE per stack\n"
+      "  -o pprof      gzip'd pprof protobuf with every symbol, for\n"
+      "                `go tool pprof` (> out.pb.gz; never to a terminal)\n"
+      "  --output-file F  write to F instead of stdout\n"
       "  --limit N     at most N rows of top\n"
-      "  --cum         sort top by cum instead of flat\n",
+      "  --cum         sort top by cum instead of flat\n"
+      "  --unit U      top's values in U as pprof's -unit: ns, us, ms, s,\n"
+      "                B, kB, MB, GB, ...; auto scales each value on its\n"
+      "                own; default: one unit picked as pprof does\n",
       em_cmd_query },
     { "stats", "-d DIR", "print what the database holds and its size",
       "Series, profiles, samples, distinct stacks, functions, locations,\n"

@@ -1,7 +1,8 @@
 #!/bin/sh
 # check-layers.sh: fails when a file includes a header from a layer above
-# its own. Order, lowest first: engine < query, ingest (side by side, never
-# each other) < bpf < repl. tests/, bench/, fuzz/ may include anything.
+# its own. Order, lowest first: engine and proto/ (the generated pprof wire
+# format, which includes nothing of ours) < query, ingest (side by side,
+# never each other) < bpf < repl. tests/, bench/, fuzz/ may include anything.
 bad=0
 check() {   # check DIR FORBIDDEN-DIR...
     dir=$1; shift
@@ -15,7 +16,7 @@ check() {   # check DIR FORBIDDEN-DIR...
         fi
     done
 }
-check engine query ingest bpf repl
+check engine proto query ingest bpf repl
 check query ingest bpf repl
 check ingest query bpf repl
 check bpf repl

@@ -937,7 +937,7 @@ static void test_bad_arguments(void **state)
                                      3, &b), EMBER_ELIMIT);
     assert_int_equal(b.len, 1);             /* failures append nothing */
     assert_int_equal(em_chunk_encode(NULL, &p, 1, 0, 3, &b), EMBER_OK);
-    assert_int_equal(em_chunk_decode(NULL, b.p + 1, b.len - 1, 8, &ch),
+    assert_int_equal(em_chunk_decode(NULL, b.p + 1, b.len - 1, 16, &ch),
                      EMBER_EINVAL);
     assert_int_equal(em_chunk_decode(NULL, b.p + 1, b.len - 1, EM_COL_TIMES,
                                      &ch), EMBER_OK);

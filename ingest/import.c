@@ -1,0 +1,324 @@
+/*
+** ingest/import.c: what every import shares. Options are normalized once;
+** input is gunzipped under a size limit (a gzip bomb stops at the limit, not
+** at the end of memory); the format is told by content when not given; a
+** decoder fills a profile set; em_import writes the set in one transaction.
+*/
+#include <zlib.h>
+
+#include "engine/engine.h"
+#include "ingest/ingest.h"
+#include "ingest/ingest_int.h"
+
+int em_import_opts_norm(const em_import_opts *opts, em_import_opts *o)
+{
+    int rc;
+
+    memset(o, 0, sizeof *o);
+    if (opts != NULL) {
+        if (opts->sz == 0)
+            return em_err(EMBER_EINVAL, "import options: sz is not set");
+        memcpy(o, opts, opts->sz < sizeof *o ? opts->sz : sizeof *o);
+    }
+    o->sz = sizeof *o;
+    if (o->origin == NULL)
+        o->origin = "<input>";
+    if (o->window_ms <= 0)
+        o->window_ms = EM_PERF_DEFAULT_WINDOW_MS;
+    if (o->max_bytes == 0)
+        o->max_bytes = EM_IMPORT_MAX_BYTES;
+    if (o->nlabels > 0 && o->labels == NULL)
+        return em_err(EMBER_EINVAL, "%s: %zu labels but no label array",
+                      o->origin, o->nlabels);
+    if ((unsigned)o->format > EM_FORMAT_PERF)
+        return em_err(EMBER_EINVAL, "%s: format %d is not known", o->origin,
+                      (int)o->format);
+    if (o->type != NULL && (rc = em_profile_type_check(o->type)) != EMBER_OK)
+        return em_err_prefix(rc, "%s", o->origin);
+    return EMBER_OK;
+}
+
+/* ---- gzip ----------------------------------------------------------------- */
+
+bool em_is_gzip(const void *buf, size_t len)
+{
+    const uint8_t *p = buf;
+
+    return len >= 2 && p[0] == 0x1f && p[1] == 0x8b;
+}
+
+/* Doubles *OUT (capacity *CAP) up to MAX + 1 bytes; ELIMIT past MAX. */
+static int inflate_grow(uint8_t **out, size_t *cap, uint64_t max)
+{
+    size_t ncap = *cap * 2;
+    uint8_t *np;
+
+    if (*cap > max)
+        return em_err(EMBER_ELIMIT, "more than %llu bytes after gunzip "
+                      "(a gzip bomb?)", (unsigned long long)max);
+    if (ncap > max + 1)
+        ncap = (size_t)max + 1;
+    np = em_realloc(*out, ncap + 1);
+    if (np == NULL)
+        return em_err(EMBER_ENOMEM, "out of memory gunzipping (%zu bytes)",
+                      ncap);
+    *out = np;
+    *cap = ncap;
+    return EMBER_OK;
+}
+
+/* Runs Z over the whole input, member after member, into *OUT. */
+static int inflate_all(z_stream *z, uint8_t **out, size_t *cap, uint64_t max,
+                       size_t *outlen)
+{
+    int zrc = Z_OK, rc;
+
+    for (;;) {
+        if (z->avail_out == 0) {
+            size_t have = *cap;
+            if ((rc = inflate_grow(out, cap, max)) != EMBER_OK)
+                return rc;
+            z->next_out = *out + have;
+            z->avail_out = (uInt)(*cap - have);
+        }
+        zrc = inflate(z, Z_NO_FLUSH);
+        if (zrc == Z_STREAM_END && z->avail_in > 0) {
+            if (inflateReset(z) != Z_OK)    /* concatenated members */
+                break;
+            continue;
+        }
+        if (zrc == Z_STREAM_END)
+            break;
+        if (zrc == Z_BUF_ERROR && z->avail_out > 0)
+            return em_err(EMBER_EINVAL, "gzip stream is truncated");
+        if (zrc != Z_OK && zrc != Z_BUF_ERROR)
+            return em_err(zrc == Z_MEM_ERROR ? EMBER_ENOMEM : EMBER_EINVAL,
+                          "gzip stream is damaged (%s)",
+                          z->msg != NULL ? z->msg : "zlib error");
+    }
+    *outlen = (size_t)(*cap - z->avail_out);
+    if (*outlen > max)
+        return em_err(EMBER_ELIMIT, "more than %llu bytes after gunzip "
+                      "(a gzip bomb?)", (unsigned long long)max);
+    return EMBER_OK;
+}
+
+static voidpf z_alloc(voidpf opaque, uInt items, uInt size)
+{
+    (void)opaque;
+    return em_calloc(items, size);
+}
+
+static void z_free(voidpf opaque, voidpf p)
+{
+    (void)opaque;
+    em_free(p);
+}
+
+int em_gunzip(const void *buf, size_t len, uint64_t max, void **out,
+              size_t *outlen)
+{
+    z_stream z = { .zalloc = z_alloc, .zfree = z_free };
+    uint8_t *o = NULL;
+    size_t cap = len < 4096 ? 16384 : len * 4;
+    int rc = EMBER_OK;
+
+    *out = NULL;
+    *outlen = 0;
+    if (len > UINT32_MAX)
+        return em_err(EMBER_ELIMIT, "gzip input over 4 GiB");
+    if (cap > max + 1)
+        cap = (size_t)max + 1;
+    o = em_malloc(cap + 1);
+    if (o == NULL)
+        return em_err(EMBER_ENOMEM, "out of memory gunzipping");
+    if (inflateInit2(&z, 15 + 16) != Z_OK) {
+        em_free(o);
+        return em_err(EMBER_ENOMEM, "gunzip: %s", z.msg ? z.msg : "no memory");
+    }
+    z.next_in = (Bytef *)(uintptr_t)buf;
+    z.avail_in = (uInt)len;
+    z.next_out = o;
+    z.avail_out = (uInt)cap;
+    rc = inflate_all(&z, &o, &cap, max, outlen);
+    inflateEnd(&z);
+    if (rc != EMBER_OK) {
+        em_free(o);
+        return rc;
+    }
+    o[*outlen] = '\0';
+    *out = o;
+    return EMBER_OK;
+}
+
+/* ---- format detection ------------------------------------------------------ */
+
+/* True when the first 4 KiB hold no NUL and no control byte but tab, CR
+** and LF: text. pprof's first bytes (field tags, small varints) never are. */
+static bool looks_text(const uint8_t *p, size_t len)
+{
+    size_t n = len < 4096 ? len : 4096;
+
+    for (size_t i = 0; i < n; i++)
+        if (p[i] < 0x20 && p[i] != '\t' && p[i] != '\n' && p[i] != '\r')
+            return false;
+    return true;
+}
+
+/* True when [P, END) holds a blank-separated token "digits.digits:", the
+** time stamp of a perf script event header. */
+static bool has_perf_time(const char *p, const char *end)
+{
+    while (p < end) {
+        const char *t = p, *dot = NULL;
+        while (p < end && *p != ' ' && *p != '\t')
+            p++;
+        if (p - t >= 4 && p[-1] == ':' && t[0] >= '0' && t[0] <= '9') {
+            const char *c = t;
+            for (; c < p - 1 && ((*c >= '0' && *c <= '9') || *c == '.'); c++)
+                if (*c == '.')
+                    dot = c;
+            if (c == p - 1 && dot != NULL && dot > t && dot < p - 2)
+                return true;
+        }
+        while (p < end && (*p == ' ' || *p == '\t'))
+            p++;
+    }
+    return false;
+}
+
+/* True when [P, END) ends in blanks and an integer: a collapsed line. */
+static bool ends_with_value(const char *p, const char *end)
+{
+    const char *e = end;
+
+    while (e > p && (e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t'))
+        e--;
+    const char *d = e;
+    while (d > p && d[-1] >= '0' && d[-1] <= '9')
+        d--;
+    if (d == e)
+        return false;
+    if (d > p && d[-1] == '-')
+        d--;
+    return d > p && (d[-1] == ' ' || d[-1] == '\t');
+}
+
+em_format em_format_detect(const void *buf, size_t len)
+{
+    const char *p = buf, *end = p + len;
+
+    if (!looks_text(buf, len))
+        return EM_FORMAT_PPROF;
+    while (p < end) {        /* the first line with content decides */
+        const char *eol = memchr(p, '\n', (size_t)(end - p));
+        const char *q = p;
+        if (eol == NULL)
+            eol = end;
+        while (q < eol && (*q == ' ' || *q == '\t' || *q == '\r'))
+            q++;
+        if (q < eol && *q != '#') {
+            if (has_perf_time(p, eol))
+                return EM_FORMAT_PERF;
+            return ends_with_value(p, eol) ? EM_FORMAT_COLLAPSED
+                                           : EM_FORMAT_AUTO;
+        }
+        p = eol + 1;
+    }
+    return EM_FORMAT_COLLAPSED;     /* nothing but blanks and comments */
+}
+
+static const char *const format_names[] = { "auto", "pprof", "collapsed",
+                                            "perf" };
+
+const char *em_format_name(em_format f)
+{
+    return (unsigned)f <= EM_FORMAT_PERF ? format_names[f] : "unknown";
+}
+
+int em_format_parse(const char *s, em_format *out)
+{
+    for (unsigned i = 0; i <= EM_FORMAT_PERF; i++)
+        if (strcmp(s, format_names[i]) == 0) {
+            *out = (em_format)i;
+            return EMBER_OK;
+        }
+    return em_err(EMBER_EINVAL, "format \"%s\": expected auto, pprof, "
+                  "collapsed or perf", s);
+}
+
+/* ---- decode and import ------------------------------------------------------ */
+
+/* Decodes LEN bytes at BUF (not gzip'd) in format F. */
+static int decode_plain(const void *buf, size_t len, const em_import_opts *o,
+                        em_format f, em_pset *out)
+{
+    if (f == EM_FORMAT_AUTO)
+        f = em_format_detect(buf, len);
+    out->bytes_in += len;
+    switch (f) {
+    case EM_FORMAT_PPROF:
+        return em_pprof_decode(buf, len, o, out);
+    case EM_FORMAT_PERF:
+        return em_perf_decode(buf, len, o, out);
+    case EM_FORMAT_COLLAPSED:
+        return em_collapsed_decode(buf, len, o, out);
+    default:
+        return em_err(EMBER_EINVAL, "%s: neither pprof, perf script nor "
+                      "collapsed stacks (name one with --format)", o->origin);
+    }
+}
+
+int em_decode(const void *buf, size_t len, const em_import_opts *opts,
+              em_pset *out)
+{
+    em_import_opts o;
+    void *plain = NULL;
+    size_t plen = 0;
+    int rc = em_import_opts_norm(opts, &o);
+
+    if (rc != EMBER_OK)
+        return rc;
+    if (!em_is_gzip(buf, len))
+        return decode_plain(buf, len, &o, o.format, out);
+    rc = em_gunzip(buf, len, o.max_bytes, &plain, &plen);
+    if (rc != EMBER_OK)
+        return em_err_prefix(rc, "%s", o.origin);
+    rc = decode_plain(plain, plen, &o, o.format, out);
+    em_free(plain);
+    return rc;
+}
+
+int em_import(ember_db *db, const void *buf, size_t len,
+              const em_import_opts *opts, em_import_stats *out)
+{
+    em_pset s = { 0 };
+    em_pset_counts c = { 0 };
+    ember_txn *txn = NULL;
+    int rc;
+
+    if (out != NULL)
+        memset(out, 0, sizeof *out);
+    if (db == NULL)
+        return em_err(EMBER_EINVAL, "import: no database");
+    rc = em_decode(buf, len, opts, &s);
+    if (rc == EMBER_OK && s.nsamples > 0) {
+        rc = ember_txn_begin(db, &txn);
+        if (rc == EMBER_OK)
+            rc = em_pset_write(txn, &s, &c);
+        if (rc == EMBER_OK)
+            rc = ember_txn_commit(txn);
+        else
+            ember_txn_abort(txn);
+    }
+    if (rc == EMBER_OK && out != NULL) {
+        out->lines = c.profiles;
+        out->stacks = c.samples;
+        out->functions = s.nfunctions;
+        out->profiles = c.profiles;
+        out->samples = c.samples;
+        out->bytes = s.bytes_in;
+    }
+    em_pset_free(&s);
+    return rc;
+}

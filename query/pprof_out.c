@@ -1,0 +1,643 @@
+/*
+** query/pprof_out.c: ember_pprof_encode, a merged profile written as
+** pprof's profile.proto (proto/profile.proto), optionally gzip'd, so that
+** `go tool pprof` opens Ember's answers.
+**
+** Two passes. The walk resolves every non-zero merged stack through one
+** engine snapshot and copies what pprof needs into flat arrays (strings
+** into an em_strtab, so the snapshot can end before packing): Ember ids
+** become pprof ids through hash maps, dense 1..N in order of first use.
+** The pack pass points protobuf-c message structs at those arrays, packs
+** them and gzips the bytes.
+**
+** Invariants of the output:
+** - string_table[0] is "" (pprof requires it); string 0 also means "none".
+** - Locations keep their address, mapping and every line, innermost inline
+**   frame first; samples list location ids leaf first, one value each.
+** - Mappings are numbered in the order of their Ember ids, so the mapping
+**   interned first (usually the main binary, pprof's mapping[0]) stays
+**   first. A mapping's has_functions, has_filenames, has_line_numbers and
+**   has_inline_frames are set when any used location of it carries names,
+**   files, line numbers or lines at all (pprof's own symbolizer sets them
+**   the same way), so pprof does not try to symbolize it again.
+** - Headers are pprof's merge of the profiles merged (ember_merged_span):
+**   time = earliest, duration = sum, period = largest.
+*/
+#include <limits.h>
+#include <stdlib.h>
+#include <zlib.h>
+
+#include "proto/profile.pb-c.h"
+#include "query/query_int.h"
+
+typedef struct pp_line {
+    uint64_t fn;                /* pprof function id */
+    int64_t line;
+} pp_line;
+
+typedef struct pp_loc {
+    uint32_t map;               /* index in maps plus one; 0: none */
+    uint64_t address;
+    size_t first, n;            /* its lines: lines[first .. first+n) */
+} pp_loc;
+
+typedef struct pp_fn {
+    int64_t name, system_name, file;    /* string ids */
+    int64_t start_line;
+} pp_fn;
+
+typedef struct pp_map {
+    uint32_t ember_id;          /* decides the pprof id (see above) */
+    uint64_t start, limit, offset;
+    int64_t file, build_id;     /* string ids */
+    bool has_fn, has_files, has_lines, has_inline;
+} pp_map;
+
+typedef struct pp_sample {
+    size_t first, n;            /* its location ids: ids[first .. first+n) */
+    int64_t value;
+} pp_sample;
+
+typedef struct pp_enc {
+    ember_snapshot *snap;
+    em_strtab strs;
+    int64_t type_str[4];        /* sample type, unit, period type, unit */
+    em_map64 loc_ix, fn_ix, map_ix;     /* Ember id -> index in the arrays */
+    pp_loc *locs;
+    size_t nlocs, cap_locs;
+    pp_line *lines;
+    size_t nlines, cap_lines;
+    pp_fn *fns;
+    size_t nfns, cap_fns;
+    pp_map *maps;
+    size_t nmaps, cap_maps;
+    pp_sample *samples;
+    size_t nsamples, cap_samples;
+    uint64_t *ids;              /* the samples' pprof location ids */
+    size_t nids, cap_ids;
+} pp_enc;
+
+/* A's storage grown (doubling) to hold NEED elements of SIZE bytes, or NULL
+** with A untouched. *CAP is updated only on success. */
+static void *pp_grow(void *a, size_t *cap, size_t need, size_t size)
+{
+    size_t c = *cap == 0 ? 64 : *cap;
+    void *g;
+
+    if (need <= *cap)
+        return a;
+    while (c < need) {
+        if (c > SIZE_MAX / 2 / size)
+            return NULL;
+        c *= 2;
+    }
+    g = em_realloc(a, c * size);
+    if (g != NULL)
+        *cap = c;
+    return g;
+}
+
+static int pp_nomem(const char *what, size_t n)
+{
+    return em_err(EMBER_ENOMEM, "pprof: %zu %s", n, what);
+}
+
+/* *ID gets the string table index of S (NULL: ""). */
+static int pp_string(pp_enc *e, const char *s, int64_t *id)
+{
+    uint32_t v = 0;
+    int rc = em_strtab_intern(&e->strs, s != NULL ? s : "",
+                              s != NULL ? strlen(s) : 0, &v);
+
+    *id = v;
+    return rc;
+}
+
+/* ---- the walk: Ember ids to pprof records ------------------------------- */
+
+/* Interns "" (id 0) and the four strings of TYPE's sample and period
+** types, fields 1 to 4 of "name:type:unit:period_type:period_unit". */
+static int pp_type_strings(pp_enc *e, const char *type)
+{
+    const char *s = strchr(type, ':') + 1;      /* checked: 5 or 6 fields */
+    uint32_t id;
+    int rc = em_strtab_intern(&e->strs, "", 0, &id);
+
+    for (int k = 0; rc == EMBER_OK && k < 4; k++) {
+        const char *end = strchr(s, ':');
+        size_t n = end != NULL ? (size_t)(end - s) : strlen(s);
+        rc = em_strtab_intern(&e->strs, s, n, &id);
+        e->type_str[k] = id;
+        s = end != NULL ? end + 1 : s + n;
+    }
+    return rc;
+}
+
+/* *OUT gets the pprof id of Ember function FID, adding it when new. */
+static int pp_function(pp_enc *e, uint32_t fid, uint64_t *out)
+{
+    ember_function f;
+    pp_fn *g;
+    uint64_t v;
+    int rc;
+
+    if (em_map64_get(&e->fn_ix, fid, &v)) {
+        *out = v + 1;
+        return EMBER_OK;
+    }
+    if ((rc = ember_snapshot_function(e->snap, fid, &f)) != EMBER_OK)
+        return em_err_prefix(rc, "function %u", fid);
+    g = pp_grow(e->fns, &e->cap_fns, e->nfns + 1, sizeof *g);
+    if (g == NULL)
+        return pp_nomem("functions", e->nfns + 1);
+    e->fns = g;
+    g += e->nfns;
+    g->start_line = f.start_line;
+    if ((rc = pp_string(e, f.name, &g->name)) != EMBER_OK ||
+        (rc = pp_string(e, f.system_name, &g->system_name)) != EMBER_OK ||
+        (rc = pp_string(e, f.file, &g->file)) != EMBER_OK ||
+        (rc = em_map64_put(&e->fn_ix, fid, e->nfns)) != EMBER_OK)
+        return rc;
+    *out = ++e->nfns;
+    return EMBER_OK;
+}
+
+/* *IDX1 gets the index plus one of Ember mapping MID (0 for 0, the unknown
+** mapping), adding it when new. */
+static int pp_mapping(pp_enc *e, uint32_t mid, uint32_t *idx1)
+{
+    ember_mapping m;
+    pp_map *g;
+    uint64_t v;
+    int rc;
+
+    *idx1 = 0;
+    if (mid == 0)
+        return EMBER_OK;
+    if (em_map64_get(&e->map_ix, mid, &v)) {
+        *idx1 = (uint32_t)v + 1;
+        return EMBER_OK;
+    }
+    if ((rc = ember_snapshot_mapping(e->snap, mid, &m)) != EMBER_OK)
+        return em_err_prefix(rc, "mapping %u", mid);
+    if (e->nmaps >= UINT32_MAX - 1)
+        return em_err(EMBER_ELIMIT, "pprof: too many mappings");
+    g = pp_grow(e->maps, &e->cap_maps, e->nmaps + 1, sizeof *g);
+    if (g == NULL)
+        return pp_nomem("mappings", e->nmaps + 1);
+    e->maps = g;
+    g += e->nmaps;
+    *g = (pp_map){ .ember_id = mid, .start = m.start, .limit = m.limit,
+                   .offset = m.offset };
+    if ((rc = pp_string(e, m.file, &g->file)) != EMBER_OK ||
+        (rc = pp_string(e, m.build_id, &g->build_id)) != EMBER_OK ||
+        (rc = em_map64_put(&e->map_ix, mid, e->nmaps)) != EMBER_OK)
+        return rc;
+    *idx1 = (uint32_t)++e->nmaps;
+    return EMBER_OK;
+}
+
+/* Notes in L's mapping what symbol information L's lines carry. */
+static void pp_mapping_flags(pp_enc *e, const pp_loc *l)
+{
+    pp_map *m = &e->maps[l->map - 1];
+
+    m->has_inline |= l->n > 0;
+    for (size_t j = l->first; j < l->first + l->n; j++) {
+        const pp_fn *f = &e->fns[e->lines[j].fn - 1];
+        m->has_fn |= f->name != 0 || f->system_name != 0;
+        m->has_files |= f->file != 0;
+        m->has_lines |= e->lines[j].line != 0;
+    }
+}
+
+/* Copies Ember location LOC (id LID) as pprof location number nlocs + 1. */
+static int pp_location_add(pp_enc *e, uint32_t lid, const ember_location *loc)
+{
+    pp_loc *g, l = { .address = loc->address, .first = e->nlines,
+                     .n = loc->nlines };
+    pp_line *ln;
+    int rc = pp_mapping(e, loc->mapping, &l.map);
+
+    if (rc != EMBER_OK)
+        return rc;
+    ln = pp_grow(e->lines, &e->cap_lines, e->nlines + loc->nlines, sizeof *ln);
+    if (ln == NULL)
+        return pp_nomem("lines", e->nlines + loc->nlines);
+    e->lines = ln;
+    for (size_t j = 0; j < loc->nlines; j++) {
+        ln[l.first + j].line = loc->lines[j].line;
+        rc = pp_function(e, loc->lines[j].function, &ln[l.first + j].fn);
+        if (rc != EMBER_OK)
+            return rc;
+    }
+    e->nlines += loc->nlines;
+    g = pp_grow(e->locs, &e->cap_locs, e->nlocs + 1, sizeof *g);
+    if (g == NULL)
+        return pp_nomem("locations", e->nlocs + 1);
+    e->locs = g;
+    g[e->nlocs] = l;
+    if (l.map != 0)
+        pp_mapping_flags(e, &l);
+    return em_map64_put(&e->loc_ix, lid, e->nlocs++);
+}
+
+/* *OUT gets the pprof id of Ember location LID, adding it when new. */
+static int pp_location(pp_enc *e, uint32_t lid, uint64_t *out)
+{
+    ember_location loc;
+    uint64_t v;
+    int rc;
+
+    if (em_map64_get(&e->loc_ix, lid, &v)) {
+        *out = v + 1;
+        return EMBER_OK;
+    }
+    if ((rc = ember_snapshot_location(e->snap, lid, &loc)) != EMBER_OK)
+        return em_err_prefix(rc, "location %u", lid);
+    if ((rc = pp_location_add(e, lid, &loc)) != EMBER_OK)
+        return em_err_prefix(rc, "location %u", lid);
+    *out = e->nlocs;
+    return EMBER_OK;
+}
+
+/* Adds merged stack SID with VALUE as one sample. */
+static int pp_stack(pp_enc *e, uint32_t sid, int64_t value)
+{
+    const uint32_t *locs;
+    pp_sample *s;
+    uint64_t *ids;
+    size_t n;
+    int rc = ember_snapshot_stack(e->snap, sid, &locs, &n);
+
+    if (rc != EMBER_OK)
+        return em_err_prefix(rc, "pprof: stack %u", sid);
+    ids = pp_grow(e->ids, &e->cap_ids, e->nids + n, sizeof *ids);
+    if (ids == NULL)
+        return pp_nomem("location ids", e->nids + n);
+    e->ids = ids;
+    for (size_t i = 0; i < n; i++)
+        if ((rc = pp_location(e, locs[i], &ids[e->nids + i])) != EMBER_OK)
+            return em_err_prefix(rc, "pprof: stack %u", sid);
+    s = pp_grow(e->samples, &e->cap_samples, e->nsamples + 1, sizeof *s);
+    if (s == NULL)
+        return pp_nomem("samples", e->nsamples + 1);
+    e->samples = s;
+    s[e->nsamples++] = (pp_sample){ e->nids, n, value };
+    e->nids += n;
+    return EMBER_OK;
+}
+
+static int pp_walk(pp_enc *e, const ember_merged *m, const char *type)
+{
+    const uint32_t *stacks;
+    const int64_t *values;
+    size_t n = ember_merged_samples(m, &stacks, &values);
+    int rc = pp_type_strings(e, type);
+
+    for (size_t i = 0; rc == EMBER_OK && i < n; i++)
+        if (values[i] != 0)     /* pprof's merge drops zero samples too */
+            rc = pp_stack(e, stacks[i], values[i]);
+    return rc;
+}
+
+static void pp_enc_free(pp_enc *e)
+{
+    ember_snapshot_end(e->snap);
+    em_strtab_free(&e->strs);
+    em_map64_free(&e->loc_ix);
+    em_map64_free(&e->fn_ix);
+    em_map64_free(&e->map_ix);
+    em_free(e->locs);
+    em_free(e->lines);
+    em_free(e->fns);
+    em_free(e->maps);
+    em_free(e->samples);
+    em_free(e->ids);
+}
+
+/* ---- the pack: protobuf-c messages over the arrays ---------------------- */
+
+typedef Perftools__Profiles__Profile pb_profile;
+typedef Perftools__Profiles__ValueType pb_value_type;
+typedef Perftools__Profiles__Sample pb_sample;
+typedef Perftools__Profiles__Location pb_location;
+typedef Perftools__Profiles__Line pb_line;
+typedef Perftools__Profiles__Function pb_function;
+typedef Perftools__Profiles__Mapping pb_mapping;
+
+/* The message structs and pointer arrays, all freed by pp_msg_free. */
+typedef struct pp_msg {
+    pb_profile prof;
+    pb_value_type sample_type, period_type, *sample_types[1];
+    pb_sample *samples, **sample_p;
+    pb_location *locs, **loc_p;
+    pb_line *lines, **line_p;
+    pb_function *fns, **fn_p;
+    pb_mapping *maps, **map_p;
+    uint64_t *map_id;           /* index in maps -> pprof mapping id */
+    char **strings;
+} pp_msg;
+
+static void pp_msg_free(pp_msg *g)
+{
+    em_free(g->samples);
+    em_free(g->sample_p);
+    em_free(g->locs);
+    em_free(g->loc_p);
+    em_free(g->lines);
+    em_free(g->line_p);
+    em_free(g->fns);
+    em_free(g->fn_p);
+    em_free(g->maps);
+    em_free(g->map_p);
+    em_free(g->map_id);
+    em_free(g->strings);
+}
+
+/* Allocates every array of G for E's counts. */
+static int pp_msg_alloc(pp_msg *g, const pp_enc *e)
+{
+    g->samples = em_malloc(e->nsamples * sizeof *g->samples + 1);
+    g->sample_p = em_malloc(e->nsamples * sizeof *g->sample_p + 1);
+    g->locs = em_malloc(e->nlocs * sizeof *g->locs + 1);
+    g->loc_p = em_malloc(e->nlocs * sizeof *g->loc_p + 1);
+    g->lines = em_malloc(e->nlines * sizeof *g->lines + 1);
+    g->line_p = em_malloc(e->nlines * sizeof *g->line_p + 1);
+    g->fns = em_malloc(e->nfns * sizeof *g->fns + 1);
+    g->fn_p = em_malloc(e->nfns * sizeof *g->fn_p + 1);
+    g->maps = em_malloc(e->nmaps * sizeof *g->maps + 1);
+    g->map_p = em_malloc(e->nmaps * sizeof *g->map_p + 1);
+    g->map_id = em_malloc(e->nmaps * sizeof *g->map_id + 1);
+    g->strings = em_malloc(e->strs.count * sizeof *g->strings + 1);
+    if (g->samples == NULL || g->sample_p == NULL || g->locs == NULL ||
+        g->loc_p == NULL || g->lines == NULL || g->line_p == NULL ||
+        g->fns == NULL || g->fn_p == NULL || g->maps == NULL ||
+        g->map_p == NULL || g->map_id == NULL || g->strings == NULL)
+        return em_err(EMBER_ENOMEM, "pprof: message of %zu samples, %zu "
+                      "locations", e->nsamples, e->nlocs);
+    return EMBER_OK;
+}
+
+typedef struct map_order {
+    uint32_t ember_id;
+    size_t idx;
+} map_order;
+
+static int map_order_cmp(const void *a, const void *b)
+{
+    const map_order *x = a, *y = b;
+    return (x->ember_id > y->ember_id) - (x->ember_id < y->ember_id);
+}
+
+/* Mappings in Ember id order: g->maps[k] has pprof id k + 1, and
+** g->map_id says where each of e->maps went. */
+static int pp_msg_mappings(pp_msg *g, const pp_enc *e)
+{
+    map_order *o = em_malloc(e->nmaps * sizeof *o + 1);
+
+    if (o == NULL)
+        return pp_nomem("mappings", e->nmaps);
+    for (size_t i = 0; i < e->nmaps; i++)
+        o[i] = (map_order){ e->maps[i].ember_id, i };
+    qsort(o, e->nmaps, sizeof *o, map_order_cmp);
+    for (size_t k = 0; k < e->nmaps; k++) {
+        const pp_map *m = &e->maps[o[k].idx];
+        pb_mapping *pm = &g->maps[k];
+        perftools__profiles__mapping__init(pm);
+        pm->id = k + 1;
+        pm->memory_start = m->start;
+        pm->memory_limit = m->limit;
+        pm->file_offset = m->offset;
+        pm->filename = m->file;
+        pm->build_id = m->build_id;
+        pm->has_functions = m->has_fn;
+        pm->has_filenames = m->has_files;
+        pm->has_line_numbers = m->has_lines;
+        pm->has_inline_frames = m->has_inline;
+        g->map_p[k] = pm;
+        g->map_id[o[k].idx] = k + 1;
+    }
+    em_free(o);
+    return EMBER_OK;
+}
+
+static void pp_msg_locations(pp_msg *g, pp_enc *e)
+{
+    for (size_t i = 0; i < e->nlines; i++) {
+        perftools__profiles__line__init(&g->lines[i]);
+        g->lines[i].function_id = e->lines[i].fn;
+        g->lines[i].line = e->lines[i].line;
+        g->line_p[i] = &g->lines[i];
+    }
+    for (size_t i = 0; i < e->nlocs; i++) {
+        const pp_loc *l = &e->locs[i];
+        pb_location *pl = &g->locs[i];
+        perftools__profiles__location__init(pl);
+        pl->id = i + 1;
+        pl->mapping_id = l->map != 0 ? g->map_id[l->map - 1] : 0;
+        pl->address = l->address;
+        pl->n_line = l->n;
+        pl->line = g->line_p + l->first;
+        g->loc_p[i] = pl;
+    }
+    for (size_t i = 0; i < e->nfns; i++) {
+        pb_function *pf = &g->fns[i];
+        perftools__profiles__function__init(pf);
+        pf->id = i + 1;
+        pf->name = e->fns[i].name;
+        pf->system_name = e->fns[i].system_name;
+        pf->filename = e->fns[i].file;
+        pf->start_line = e->fns[i].start_line;
+        g->fn_p[i] = pf;
+    }
+}
+
+/* unix ms to ns, clamped instead of overflowing (past the year 2262). */
+static int64_t ms_to_ns(int64_t ms)
+{
+    int64_t ns;
+
+    if (__builtin_mul_overflow(ms, (int64_t)1000000, &ns))
+        return ms < 0 ? INT64_MIN : INT64_MAX;
+    return ns;
+}
+
+/* Points the profile message of G at E's arrays and M's headers. */
+static void pp_msg_profile(pp_msg *g, pp_enc *e, const ember_merged *m)
+{
+    pb_profile *p = &g->prof;
+    int64_t min_time, duration, period;
+
+    for (size_t i = 0; i < e->nsamples; i++) {
+        pb_sample *s = &g->samples[i];
+        perftools__profiles__sample__init(s);
+        s->n_location_id = e->samples[i].n;
+        s->location_id = e->ids + e->samples[i].first;
+        s->n_value = 1;
+        s->value = &e->samples[i].value;
+        g->sample_p[i] = s;
+    }
+    for (uint32_t i = 0; i < e->strs.count; i++)
+        g->strings[i] = (char *)em_strtab_get(&e->strs, i);
+    perftools__profiles__value_type__init(&g->sample_type);
+    perftools__profiles__value_type__init(&g->period_type);
+    g->sample_type.type = e->type_str[0];
+    g->sample_type.unit = e->type_str[1];
+    g->period_type.type = e->type_str[2];
+    g->period_type.unit = e->type_str[3];
+    g->sample_types[0] = &g->sample_type;
+    ember_merged_span(m, &min_time, NULL, &duration, &period);
+    perftools__profiles__profile__init(p);
+    p->n_sample_type = 1;
+    p->sample_type = g->sample_types;
+    p->n_sample = e->nsamples;
+    p->sample = g->sample_p;
+    p->n_mapping = e->nmaps;
+    p->mapping = g->map_p;
+    p->n_location = e->nlocs;
+    p->location = g->loc_p;
+    p->n_function = e->nfns;
+    p->function = g->fn_p;
+    p->n_string_table = e->strs.count;
+    p->string_table = g->strings;
+    p->time_nanos = ms_to_ns(min_time);
+    p->duration_nanos = duration;
+    p->period_type = &g->period_type;
+    p->period = period;
+}
+
+/* ---- gzip --------------------------------------------------------------- */
+
+static voidpf pp_zalloc(voidpf opaque, uInt items, uInt size)
+{
+    EM_UNUSED(opaque);
+    return em_malloc((size_t)items * size);
+}
+
+static void pp_zfree(voidpf opaque, voidpf p)
+{
+    EM_UNUSED(opaque);
+    em_free(p);
+}
+
+/* Feeds zlib's 32-bit counters from a size_t remainder. */
+static uInt pp_take(size_t *left)
+{
+    uInt n = *left > UINT_MAX ? UINT_MAX : (uInt)*left;
+    *left -= n;
+    return n;
+}
+
+/* Gzips the N bytes at IN into a new buffer *OUT of *OUTLEN bytes. */
+static int pp_gzip(const uint8_t *in, size_t n, uint8_t **out, size_t *outlen)
+{
+    z_stream z = { .zalloc = pp_zalloc, .zfree = pp_zfree };
+    size_t in_left = n, out_left, bound;
+    uint8_t *buf = NULL;
+    /* Level 1, as Go's runtime/pprof writes: a third of the export time
+    ** at the default level, for files a few percent larger. */
+    int zrc = deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8,
+                           Z_DEFAULT_STRATEGY);
+    int rc = EMBER_OK;
+
+    if (zrc != Z_OK)
+        return em_err(zrc == Z_MEM_ERROR ? EMBER_ENOMEM : EMBER_EIO,
+                      "pprof: gzip: %s", zError(zrc));
+    bound = out_left = deflateBound(&z, n);
+    if ((buf = em_malloc(bound + 1)) == NULL) {
+        rc = pp_nomem("bytes of gzip output", bound);
+        goto out;
+    }
+    z.next_in = (Bytef *)(uintptr_t)in;     /* zlib's API is not const */
+    z.next_out = buf;
+    do {
+        if (z.avail_in == 0)
+            z.avail_in = pp_take(&in_left);
+        if (z.avail_out == 0)
+            z.avail_out = pp_take(&out_left);
+        zrc = deflate(&z, in_left == 0 ? Z_FINISH : Z_NO_FLUSH);
+    } while (zrc == Z_OK && (z.avail_out > 0 || out_left > 0));
+    if (zrc != Z_STREAM_END) {
+        rc = em_err(EMBER_EIO, "pprof: gzip: deflate failed (%d)", zrc);
+        goto out;
+    }
+    *out = buf;
+    *outlen = (size_t)z.total_out;
+    buf = NULL;
+out:
+    deflateEnd(&z);
+    em_free(buf);
+    return rc;
+}
+
+/* ---- the encoder -------------------------------------------------------- */
+
+static int pp_pack(pp_enc *e, const ember_merged *m, unsigned flags,
+                   void **out, size_t *len)
+{
+    pp_msg g;
+    uint8_t *raw = NULL, *gz = NULL;
+    size_t n = 0, gzlen = 0;
+    int rc;
+
+    memset(&g, 0, sizeof g);
+    rc = pp_msg_alloc(&g, e);
+    if (rc == EMBER_OK)
+        rc = pp_msg_mappings(&g, e);
+    if (rc == EMBER_OK) {
+        pp_msg_locations(&g, e);
+        pp_msg_profile(&g, e, m);
+        n = perftools__profiles__profile__get_packed_size(&g.prof);
+        if ((raw = em_malloc(n + 1)) == NULL)
+            rc = pp_nomem("bytes of profile", n);
+    }
+    if (rc == EMBER_OK)
+        perftools__profiles__profile__pack(&g.prof, raw);
+    pp_msg_free(&g);
+    if (rc == EMBER_OK && (flags & EMBER_PPROF_GZIP)) {
+        rc = pp_gzip(raw, n, &gz, &gzlen);
+        em_free(raw);
+        raw = gz;
+        n = gzlen;
+    }
+    if (rc != EMBER_OK) {
+        em_free(raw);
+        return rc;
+    }
+    *out = raw;
+    *len = n;
+    return EMBER_OK;
+}
+
+EMBER_API int ember_pprof_encode(ember_db *db, const ember_merged *m,
+                                 const char *type, unsigned flags, void **out,
+                                 size_t *len)
+{
+    pp_enc e;
+    int rc;
+
+    em_err_clear();
+    if (out == NULL || len == NULL)
+        return em_err(EMBER_EINVAL, "ember_pprof_encode: NULL result");
+    *out = NULL;
+    *len = 0;
+    if (db == NULL || m == NULL)
+        return em_err(EMBER_EINVAL, "ember_pprof_encode: NULL %s",
+                      db == NULL ? "database" : "merged profile");
+    if ((flags & ~(unsigned)EMBER_PPROF_GZIP) != 0)
+        return em_err(EMBER_EINVAL, "pprof: unknown flags 0x%x",
+                      flags & ~(unsigned)EMBER_PPROF_GZIP);
+    if ((rc = em_profile_type_check(type)) != EMBER_OK)
+        return em_err_prefix(rc, "pprof");
+    memset(&e, 0, sizeof e);
+    rc = ember_snapshot_begin(db, &e.snap);
+    if (rc == EMBER_OK)
+        rc = pp_walk(&e, m, type);
+    ember_snapshot_end(e.snap);     /* the strings were copied */
+    e.snap = NULL;
+    if (rc == EMBER_OK)
+        rc = pp_pack(&e, m, flags, out, len);
+    pp_enc_free(&e);
+    return rc;
+}
