@@ -29,10 +29,21 @@ struct em_req {
     em_req *next;
 };
 
+/* A profile appended in an explicit transaction, written at commit. */
+typedef struct pend_prof {
+    uint32_t series;
+    uint32_t n;                     /* canonical samples at s */
+    size_t seq;                     /* append order */
+    int64_t time, duration, period;
+    ember_sample *s;
+} pend_prof;
+
 struct ember_txn {
     ember_db *db;
     em_wtxn w;
     bool failed;                    /* only abort is left */
+    pend_prof *pend;                /* appended, not yet in head chunks */
+    size_t npend, cap_pend;
 };
 
 /* ---- chunk keys ---------------------------------------------------------------- */
@@ -81,6 +92,19 @@ static int chunk_put(em_wtxn *w, uint32_t series, int64_t time,
         return em_lmdb(mrc, "chunk put");
     w->c.chunk_bytes += buf->len;
     return EMBER_OK;
+}
+
+/* Stores the chunk encoded in w->chunk under its earliest time, widening
+** the span readers look back over when it is the widest yet. */
+static int chunk_store(em_wtxn *w, uint32_t series)
+{
+    em_chunk_header hd;
+    int rc = em_chunk_header_read(w->chunk.p, w->chunk.len, &hd);
+
+    if (rc == EMBER_OK && (uint64_t)(hd.max_time - hd.min_time) >
+        w->c.max_span)
+        w->c.max_span = (uint64_t)(hd.max_time - hd.min_time);
+    return rc == EMBER_OK ? chunk_put(w, series, hd.min_time, &w->chunk) : rc;
 }
 
 /* ---- heads ---------------------------------------------------------------------- */
@@ -237,15 +261,8 @@ static int seal_write(em_wtxn *w, uint32_t series, seal_set *s)
     w->chunk.len = 0;
     rc = em_chunk_encode(w->db->wcodec, all, k, 0, w->db->opts.zstd_level,
                          &w->chunk);
-    if (rc == EMBER_OK && k > 0) {
-        em_chunk_header hd;
-        rc = em_chunk_header_read(w->chunk.p, w->chunk.len, &hd);
-        if (rc == EMBER_OK && (uint64_t)(hd.max_time - hd.min_time) >
-            w->c.max_span)
-            w->c.max_span = (uint64_t)(hd.max_time - hd.min_time);
-        if (rc == EMBER_OK)
-            rc = chunk_put(w, series, hd.min_time, &w->chunk);
-    }
+    if (rc == EMBER_OK && k > 0)
+        rc = chunk_store(w, series);
     em_free(all);
     return rc;
 }
@@ -405,6 +422,159 @@ static int write_profile(em_wtxn *w, const ember_profile *p, size_t i)
         w->c.samples += n;
     }
     em_free(s);
+    return rc;
+}
+
+/* ---- profiles appended in an explicit transaction ---------------------------------- */
+
+/* Why deferred: an explicit transaction typically carries a batch of files,
+** so the same series gets many profiles in it. Written as they come, each
+** would be one head chunk (an LMDB put, a head update); kept until commit,
+** each series' profiles go into one head chunk per head, and the head
+** record is read and written once. */
+
+static void pend_free(ember_txn *t)
+{
+    for (size_t i = 0; i < t->npend; i++)
+        em_free(t->pend[i].s);
+    em_free(t->pend);
+    t->pend = NULL;
+    t->npend = t->cap_pend = 0;
+}
+
+/* Interns P's series and keeps its canonical samples until commit. */
+static int pend_append(ember_txn *t, const ember_profile *p)
+{
+    em_wtxn *w = &t->w;
+    pend_prof *e;
+    ember_sample *s = NULL;
+    uint32_t series, n = 0;
+    int rc = em_series_intern(w, p->type, p->labels, p->nlabels, &series);
+
+    if (rc == EMBER_OK && t->npend == t->cap_pend) {
+        size_t cap = t->cap_pend ? t->cap_pend * 2 : 64;
+        pend_prof *np = em_realloc(t->pend, cap * sizeof *np);
+        if (np == NULL)
+            return em_err(EMBER_ENOMEM, "append: %zu pending profiles", cap);
+        t->pend = np;
+        t->cap_pend = cap;
+    }
+    if (rc == EMBER_OK)
+        rc = samples_canon(w, p, &s, &n);
+    if (rc != EMBER_OK)
+        return rc;
+    e = &t->pend[t->npend];
+    *e = (pend_prof){ series, n, t->npend, p->time_ms, p->duration_ns,
+                      p->period, s };
+    t->npend++;
+    w->c.profiles++;
+    w->c.samples += n;
+    return EMBER_OK;
+}
+
+static int pend_cmp(const void *a, const void *b)
+{
+    const pend_prof *x = a, *y = b;
+
+    if (x->series != y->series)
+        return x->series < y->series ? -1 : 1;
+    return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+/* Writes the N profiles at P (one head of SERIES) as one head chunk. */
+static int pend_chunk(em_wtxn *w, uint32_t series, const pend_prof *p,
+                      size_t n)
+{
+    em_chunk_profile *cp = em_calloc(n + 1, sizeof *cp);
+    size_t total = 0;
+    uint32_t *stacks = NULL;
+    int64_t *values = NULL;
+    int rc = EMBER_OK;
+
+    for (size_t i = 0; i < n; i++)
+        total += p[i].n;
+    if (cp != NULL) {
+        stacks = em_malloc((total + 1) * sizeof *stacks);
+        values = em_malloc((total + 1) * sizeof *values);
+    }
+    if (cp == NULL || stacks == NULL || values == NULL)
+        rc = em_err(EMBER_ENOMEM, "append: a head of %zu profiles", n);
+    for (size_t i = 0, k = 0; rc == EMBER_OK && i < n; i++) {
+        cp[i] = (em_chunk_profile){ p[i].time, p[i].duration, p[i].period,
+                                    stacks + k, values + k, p[i].n };
+        for (uint32_t j = 0; j < p[i].n; j++, k++) {
+            stacks[k] = p[i].s[j].stack;
+            values[k] = p[i].s[j].value;
+        }
+    }
+    w->chunk.len = 0;
+    if (rc == EMBER_OK)
+        rc = em_chunk_encode(w->db->wcodec, cp, n, EM_CHUNK_HEAD,
+                             EM_HEAD_LEVEL, &w->chunk);
+    if (rc == EMBER_OK)
+        rc = chunk_store(w, series);
+    em_free(cp);
+    em_free(stacks);
+    em_free(values);
+    return rc;
+}
+
+/* Writes the N profiles of SERIES at P, in append order, sealing the head
+** wherever one profile by one (head_update) would have. */
+static int pend_series(em_wtxn *w, uint32_t series, const pend_prof *p,
+                       size_t n)
+{
+    em_head h;
+    bool found;
+    size_t g = 0;                   /* first profile of the open group */
+    int rc = head_get(w, series, &h, &found);
+
+    for (size_t k = 0; rc == EMBER_OK && k < n; k++) {
+        if (found && head_full(w->db, &h, p[k].time, p[k].n)) {
+            if (k > g) {
+                h.nchunks++;
+                rc = pend_chunk(w, series, p + g, k - g);
+            }
+            if (rc == EMBER_OK)
+                rc = em_seal_series(w, series, &h);
+            found = false;
+            g = k;
+        }
+        if (!found) {
+            memset(&h, 0, sizeof h);
+            h.min_time = h.max_time = p[k].time;
+            found = true;
+        }
+        h.nprofiles++;
+        h.nsamples += p[k].n;
+        h.min_time = p[k].time < h.min_time ? p[k].time : h.min_time;
+        h.max_time = p[k].time > h.max_time ? p[k].time : h.max_time;
+    }
+    if (rc == EMBER_OK && n > g) {
+        h.nchunks++;
+        rc = pend_chunk(w, series, p + g, n - g);
+    }
+    if (rc == EMBER_OK && n > 0)
+        rc = head_put(w, series, &h);
+    return rc;
+}
+
+/* Writes every pending profile of T into head chunks, series by series. */
+static int pend_flush(ember_txn *t)
+{
+    size_t a = 0;
+    int rc = EMBER_OK;
+
+    if (t->npend > 1)
+        qsort(t->pend, t->npend, sizeof *t->pend, pend_cmp);
+    while (rc == EMBER_OK && a < t->npend) {
+        size_t b = a + 1;
+        while (b < t->npend && t->pend[b].series == t->pend[a].series)
+            b++;
+        rc = pend_series(&t->w, t->pend[a].series, t->pend + a, b - a);
+        a = b;
+    }
+    pend_free(t);
     return rc;
 }
 
@@ -601,9 +771,13 @@ EMBER_API int ember_txn_commit(ember_txn *t)
     if (t->failed) {
         em_wtxn_abort(&t->w);
         rc = em_err(EMBER_EINVAL, "transaction failed earlier; rolled back");
+    } else if ((rc = pend_flush(t)) != EMBER_OK) {
+        em_wtxn_abort(&t->w);
+        rc = txn_result(t, rc);
     } else {
         rc = txn_result(t, em_wtxn_commit(&t->w));
     }
+    pend_free(t);
     pthread_mutex_unlock(&t->db->wlock);
     em_free(t);
     return rc;
@@ -614,6 +788,7 @@ EMBER_API void ember_txn_abort(ember_txn *t)
     if (t == NULL)
         return;
     em_wtxn_abort(&t->w);
+    pend_free(t);
     pthread_mutex_unlock(&t->db->wlock);
     em_free(t);
 }
@@ -777,7 +952,7 @@ EMBER_API int ember_txn_append(ember_txn *t, const ember_profile *p)
         rc = append_check(&t->w, p);
     if (rc != EMBER_OK)
         return rc;
-    rc = write_profile(&t->w, p, 0);
+    rc = pend_append(t, p);
     if (rc != EMBER_OK && rc != EM_EMAPFULL)
         t->failed = true;
     return txn_result(t, rc);

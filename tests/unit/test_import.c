@@ -265,6 +265,66 @@ static void test_pset_write(void **state)
     tu_rmdir(dir);
 }
 
+/* An explicit transaction keeps its profiles until commit and writes each
+** series' as head chunks then, sealing where appending one by one would
+** have: windows and the profile limit cut the same heads, and every
+** sample is read back. */
+static void test_txn_heads(void **state)
+{
+    char *dir = tu_tmpdir("txnheads");
+    ember_open_opts oo = { .sz = sizeof oo, .sync = EMBER_SYNC_NONE,
+                           .chunk_window_ms = 1000,
+                           .chunk_max_profiles = 7 };
+    ember_db *db = NULL;
+    const char *names[] = { "leaf", "main" };
+    ember_label la = { "s", "a" }, lb = { "s", "b" };
+    ember_selector sel = { .sz = sizeof sel, .type = TYPE };
+    ember_stats st = { .sz = sizeof st };
+    ember_txn *txn;
+    ember_merged *m;
+    ember_iter *it;
+    ember_point pt;
+    const int64_t *values;
+    uint64_t points = 0;
+    int64_t want = 0;
+    uint32_t stack;
+
+    (void)state;
+    assert_int_equal(ember_open(dir, &oo, &db), EMBER_OK);
+    stack = tu_stack(db, names, 2);
+    for (int round = 0; round < 2; round++) {
+        assert_int_equal(ember_txn_begin(db, &txn), EMBER_OK);
+        for (int i = 0; i < 40; i++) {
+            ember_sample smp = { stack, i + 1 };
+            ember_profile p = { .sz = sizeof p, .type = TYPE,
+                                .labels = i % 3 ? &la : &lb, .nlabels = 1,
+                                .time_ms = round * 4000 + i * 150,
+                                .samples = &smp, .nsamples = 1 };
+            assert_int_equal(ember_txn_append(txn, &p), EMBER_OK);
+            want += i + 1;
+        }
+        assert_int_equal(ember_txn_commit(txn), EMBER_OK);
+    }
+    assert_int_equal(tu_verify(db), 0);
+    assert_int_equal(ember_stats_get(db, &st), 0);
+    assert_int_equal(st.profiles, 80);
+    assert_true(st.chunks > 0);             /* windows sealed heads */
+    assert_true(st.head_chunks > 0);
+    assert_int_equal(ember_merge(db, &sel, &m), 0);
+    assert_int_equal(ember_merged_samples(m, NULL, &values), 1);
+    assert_int_equal(values[0], want);
+    ember_merged_free(m);
+    assert_int_equal(ember_select(db, &sel, &it), 0);
+    while (ember_iter_next(it, &pt) == EMBER_OK)
+        points++;
+    ember_iter_free(it);
+    assert_int_equal(points, 80);
+    assert_int_equal(ember_seal(db), EMBER_OK);
+    assert_int_equal(tu_verify(db), 0);
+    ember_close(db);
+    tu_rmdir(dir);
+}
+
 /* Builds a one-sample set and writes it in one transaction of DB. */
 static int small_import(ember_db *db)
 {
@@ -484,6 +544,7 @@ int main(void)
         cmocka_unit_test(test_labels_join_edges),
         cmocka_unit_test(test_pset_write),
         cmocka_unit_test(test_pset_oom),
+        cmocka_unit_test(test_txn_heads),
         cmocka_unit_test(test_gunzip),
         cmocka_unit_test(test_gunzip_bomb),
         cmocka_unit_test(test_gunzip_oom),
