@@ -216,6 +216,7 @@ static double run_import(const inputs *in, const char *dir, uint64_t *samples,
         die("%s: %s", dir, ember_errmsg(db));
     for (size_t i = 0; i < in->n; i++) {
         decode_one(&in->v[i], &sets[n]);
+        em_pset_trim(&sets[n]);    /* as repl/cmd_import.c */
         batch_bytes += sets[n].bytes_in;
         if (++n == BATCH_MAX_FILES || batch_bytes >= BATCH_MAX_BYTES) {
             write_batch(db, sets, n, samples);

@@ -12,7 +12,8 @@
 #include "ingest/pset.h"
 
 #define ARRAY_INITIAL 64
-#define BLOCK_MIN 16384             /* arena block payload */
+#define BLOCK_MIN 4032              /* arena block payload: a page with
+                                    ** its header, small files are many */
 #define PSET_MAX_ENTRIES ((size_t)UINT32_MAX - 1)
 #define PSET_MAX_VALUE 400          /* the engine's longest label value */
 
@@ -98,6 +99,9 @@ static int index_reserve(em_pset_index *ix)
     size_t nslots = ix->slots == NULL ? ARRAY_INITIAL : (ix->mask + 1) * 2;
     struct em_pset_slot *ns;
 
+    if (ix->mask == SIZE_MAX)
+        return em_err(EMBER_EINVAL, "profile set: added to after "
+                      "em_pset_trim");
     if (ix->slots != NULL && (ix->used + 1) * 2 <= ix->mask + 1)
         return EMBER_OK;
     ns = em_calloc(nslots, sizeof *ns);
@@ -535,6 +539,23 @@ int em_pset_sample(em_pset *s, uint32_t profile, uint32_t stack,
     s->samples[s->nsamples++] = (em_pset_sample_ent){ profile, stack, value };
     s->profiles[profile].nsamples++;
     return EMBER_OK;
+}
+
+/* Frees IX and marks it so that index_reserve refuses. */
+static void index_drop(em_pset_index *ix)
+{
+    em_free(ix->slots);
+    ix->slots = NULL;
+    ix->used = 0;
+    ix->mask = SIZE_MAX;
+}
+
+void em_pset_trim(em_pset *s)
+{
+    index_drop(&s->mapping_index);
+    index_drop(&s->function_index);
+    index_drop(&s->loc_index);
+    index_drop(&s->stack_index);
 }
 
 void em_pset_free(em_pset *s)

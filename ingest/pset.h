@@ -133,6 +133,11 @@ int em_pset_sample(em_pset *s, uint32_t profile, uint32_t stack,
 /* Frees what S holds and zeroes it. */
 void em_pset_free(em_pset *s);
 
+/* Frees S's dedup indexes, which only adds need: a writer that keeps many
+** decoded sets until their batch is written holds a fraction of the
+** memory. After it, adds fail with EMBER_EINVAL; writing still works. */
+void em_pset_trim(em_pset *s);
+
 /* What em_pset_write wrote. */
 typedef struct em_pset_counts {
     uint64_t profiles;          /* profiles appended (those with samples) */

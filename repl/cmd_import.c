@@ -220,6 +220,7 @@ static void import_file(import_run *r, const char *path)
         report_failure(r, path);
         return;
     }
+    em_pset_trim(&p->set);          /* only written from now on */
     r->batch_bytes += p->set.bytes_in;
     if (++r->nbatch == BATCH_MAX_FILES || r->batch_bytes >= BATCH_MAX_BYTES)
         batch_flush(r);

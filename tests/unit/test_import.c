@@ -247,12 +247,23 @@ static void test_pset_write(void **state)
     assert_int_equal(ember_txn_commit(txn), 0);
     assert_int_equal(c.profiles, 2);
     assert_int_equal(c.samples, 3);
+    /* a trimmed set refuses adds and still writes the same */
+    {
+        ember_function f = { .name = "late" };
+        uint32_t idx;
+        em_pset_trim(&s);
+        assert_int_equal(em_pset_function(&s, &f, &idx), EMBER_EINVAL);
+        assert_int_equal(ember_txn_begin(db, &txn), 0);
+        assert_int_equal(em_pset_write(txn, &s, &c), 0);
+        assert_int_equal(ember_txn_commit(txn), 0);
+        assert_int_equal(c.samples, 3);
+    }
     sel.matchers = &pid1;
     sel.nmatchers = 1;
     assert_int_equal(ember_merge(db, &sel, &m), 0);
     assert_int_equal(ember_merged_samples(m, &stacks, &values), 2);
-    assert_int_equal(values[0] + values[1], 10);
-    assert_true(values[0] == 8 || values[1] == 8);
+    assert_int_equal(values[0] + values[1], 20);       /* written twice */
+    assert_true(values[0] == 16 || values[1] == 16);
     ember_merged_free(m);
     assert_int_equal(ember_stats_get(db, &st), 0);
     assert_int_equal(st.series, 2);
