@@ -334,21 +334,29 @@ static int snap_str(ember_snapshot *s, uint32_t id, const char **out)
 EMBER_API int ember_snapshot_stack(ember_snapshot *s, uint32_t id,
                                    const uint32_t **locs, size_t *n)
 {
-    const uint8_t *rec;
-    size_t len, depth;
+    const uint8_t *rec, *p;
+    uint64_t depth = 0;
+    size_t len, got;
     uint32_t *out;
     int rc = snap_get(s, EM_T_STACK, id, &rec, &len);
 
-    if (rc == EMBER_OK)
-        rc = em_stack_decode(rec, len, NULL, 0, &depth);
     if (rc != EMBER_OK)
         return rc;
-    out = arena_alloc(s, depth * sizeof *out + 1);
+    /* The record starts with its depth, and each location takes at least
+    ** a byte: that bounds the array, so the record is decoded once. */
+    p = rec;
+    if (em_varint_get(&p, rec + len, &depth) != 0 || depth > len)
+        return EM_CORRUPT("stack %u: record of %zu bytes does not decode",
+                          id, len);
+    out = arena_alloc(s, (size_t)depth * sizeof *out + 1);
     if (out == NULL)
-        return em_err(EMBER_ENOMEM, "snapshot: stack of %zu", depth);
-    em_stack_decode(rec, len, out, depth, &depth);
+        return em_err(EMBER_ENOMEM, "snapshot: stack of %llu",
+                      (unsigned long long)depth);
+    rc = em_stack_decode(rec, len, out, (size_t)depth, &got);
+    if (rc != EMBER_OK)
+        return rc;
     *locs = out;
-    *n = depth;
+    *n = got;
     return EMBER_OK;
 }
 
