@@ -47,6 +47,7 @@ typedef struct import_run {
     size_t nbatch;
     uint64_t batch_bytes;
     uint64_t files, failed, profiles, samples, bytes;
+    uint64_t read_samples, read_bytes;  /* decoded, written or not yet */
 } import_run;
 
 /* Reads all of PATH into a new buffer (*buf, em_free it). */
@@ -132,10 +133,13 @@ static void progress_show(import_run *r, bool force)
     r->shown_ms = now;
     if (secs <= 0)
         secs = 0.001;
-    fprintf(stderr, "\r\033[K%llu files, %llu profiles, %llu samples "
-            "(%.0f samples/s, %.1f MB/s)", (unsigned long long)r->files,
-            (unsigned long long)r->profiles, (unsigned long long)r->samples,
-            (double)r->samples / secs, (double)r->bytes / 1e6 / secs);
+    fprintf(stderr, "\r\033[K%llu files, %llu samples read, %llu profiles "
+            "written (%.0f samples/s, %.1f MB/s)",
+            (unsigned long long)r->files,
+            (unsigned long long)r->read_samples,
+            (unsigned long long)r->profiles,
+            (double)r->read_samples / secs,
+            (double)r->read_bytes / 1e6 / secs);
 }
 
 /* Writes the decoded sets P[0..N) in one transaction. */
@@ -222,6 +226,8 @@ static void import_file(import_run *r, const char *path)
     }
     em_pset_trim(&p->set);          /* only written from now on */
     r->batch_bytes += p->set.bytes_in;
+    r->read_bytes += p->set.bytes_in;
+    r->read_samples += p->set.nsamples;
     if (++r->nbatch == BATCH_MAX_FILES || r->batch_bytes >= BATCH_MAX_BYTES)
         batch_flush(r);
     progress_show(r, false);
