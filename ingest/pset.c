@@ -157,9 +157,14 @@ static uint64_t hash_str(const char *p, uint64_t h)
     return em_hash64(p, strlen(p) + 1, h);
 }
 
+/* Folds V into H: one 128-bit multiply, as em_hash64 does per word, without
+** its length and avalanche steps. These hashes never leave memory, and
+** numbers are most of what locations hash. */
 static uint64_t hash_u64(uint64_t v, uint64_t h)
 {
-    return em_hash64(&v, sizeof v, h);
+    __uint128_t r = (__uint128_t)(h ^ v) * 0x9e3779b97f4a7c15ull;
+
+    return (uint64_t)r ^ (uint64_t)(r >> 64);
 }
 
 /* ---- mappings and functions ------------------------------------------------ */
