@@ -2,8 +2,7 @@
 ** ingest/collapsed_decode.c: collapsed stacks (the format ingest/ingest.h
 ** describes, split by em_collapsed_parse) into a profile set.
 **
-** Frames are symbols without addresses, exactly as ingest/import_collapsed.c
-** stores them: a frame becomes a function named by the frame text and a
+** Frames are symbols without addresses: a frame becomes a function named by the frame text and a
 ** location on the unknown mapping (0) at address 0 with one line (that
 ** function, line 0); stacks are leaf first. Every line is one sample of its
 ** value: the set sums repeated stacks when it is written.
@@ -41,8 +40,7 @@ typedef struct cdec {
     uint32_t profile;
     prefix *prefixes;           /* with comm_prefix: the map's entries */
     size_t nprefixes, cap_prefixes;
-    struct cdec_slot { uint64_t hash; uint32_t idx1; } *slots;
-    size_t mask;                /* slot count minus one */
+    em_hindex index;            /* over prefixes */
 } cdec;
 
 /* ---- the comm prefix --------------------------------------------------- */
@@ -112,33 +110,9 @@ static int profile_make(cdec *d, const ember_label *extra, size_t nextra,
     return rc;
 }
 
-/* Doubles the map's slots when they would be more than half full. */
-static int prefixes_grow(cdec *d)
-{
-    size_t nslots = d->slots == NULL ? 16 : (d->mask + 1) * 2;
-    struct cdec_slot *ns;
-
-    if (d->slots != NULL && (d->nprefixes + 1) * 2 <= d->mask + 1)
-        return EMBER_OK;
-    if ((ns = em_calloc(nslots, sizeof *ns)) == NULL)
-        return em_err(EMBER_ENOMEM, "out of memory for %zu prefixes", nslots);
-    for (size_t i = 0; d->slots != NULL && i <= d->mask; i++) {
-        size_t j = (size_t)d->slots[i].hash & (nslots - 1);
-        if (d->slots[i].idx1 == 0)
-            continue;
-        while (ns[j].idx1 != 0)
-            j = (j + 1) & (nslots - 1);
-        ns[j] = d->slots[i];
-    }
-    em_free(d->slots);
-    d->slots = ns;
-    d->mask = nslots - 1;
-    return EMBER_OK;
-}
-
 /* Appends prefix F with a new profile and points slot SL at it. */
 static int prefix_new(cdec *d, const em_collapsed_frame *f, uint64_t h,
-                      struct cdec_slot *sl, uint32_t *profile)
+                      struct em_hslot *sl, uint32_t *profile)
 {
     ember_label extra[3];
     size_t k = 0;
@@ -169,13 +143,13 @@ static int prefix_profile(cdec *d, const em_collapsed_frame *f,
                           uint32_t *profile)
 {
     uint64_t h = em_hash64(f->p, f->len, 0x636f6d6d);
-    struct cdec_slot *sl;
-    int rc = prefixes_grow(d);
+    struct em_hslot *sl;
+    int rc = em_hindex_reserve(&d->index, d->nprefixes);
 
     if (rc != EMBER_OK)
         return rc;
-    for (size_t i = (size_t)h & d->mask; (sl = &d->slots[i])->idx1 != 0;
-         i = (i + 1) & d->mask) {
+    for (size_t i = (size_t)h & d->index.mask;
+         (sl = &d->index.slots[i])->idx1 != 0; i = (i + 1) & d->index.mask) {
         const prefix *p = &d->prefixes[sl->idx1 - 1];
         if (sl->hash == h && p->len == f->len &&
             memcmp(p->p, f->p, f->len) == 0) {
@@ -259,6 +233,6 @@ int em_collapsed_decode(const char *buf, size_t len,
     em_free(d.name);
     em_free(d.labels);
     em_free(d.prefixes);
-    em_free(d.slots);
+    em_hindex_free(&d.index);
     return rc;
 }

@@ -34,39 +34,18 @@ static void *grow(void *p, size_t *cap, size_t need, size_t size)
     return np;
 }
 
-/* Makes room in T for one more entry (COUNT now): refuses past the uint32
-** index range, doubles the slots when they would be more than half full,
-** moving every slot by its stored hash. */
-static int table_reserve(em_fold_table *t, size_t count)
+/* Makes room in T for one more entry (COUNT now), refusing past the
+** uint32 index range. */
+static int table_reserve(em_hindex *t, size_t count)
 {
-    size_t nslots = t->slots == NULL ? ARRAY_INITIAL : (t->mask + 1) * 2;
-    em_fold_slot *ns;
-
     if (count >= FOLD_MAX_ENTRIES)
         return em_err(EMBER_ELIMIT, "more than %zu distinct frames or "
                       "stacks in one profile", FOLD_MAX_ENTRIES);
-    if (t->slots != NULL && (count + 1) * 2 <= t->mask + 1)
-        return EMBER_OK;
-    ns = em_calloc(nslots, sizeof *ns);
-    if (ns == NULL)
-        return em_err(EMBER_ENOMEM, "out of memory folding stacks (%zu "
-                      "slots)", nslots);
-    for (size_t i = 0; t->slots != NULL && i <= t->mask; i++) {
-        size_t j = (size_t)t->slots[i].hash & (nslots - 1);
-        if (t->slots[i].idx1 == 0)
-            continue;
-        while (ns[j].idx1 != 0)
-            j = (j + 1) & (nslots - 1);
-        ns[j] = t->slots[i];
-    }
-    em_free(t->slots);
-    t->slots = ns;
-    t->mask = nslots - 1;
-    return EMBER_OK;
+    return em_hindex_reserve(t, count);
 }
 
 /* Appends a new distinct frame and points slot S at it. */
-static int frame_new(em_fold *f, em_fold_slot *s,
+static int frame_new(em_fold *f, struct em_hslot *s,
                      const em_collapsed_frame *fr, uint64_t h, uint32_t *idx)
 {
     if (f->nframes == f->frames_cap) {
@@ -90,8 +69,8 @@ static int frame_index(em_fold *f, const em_collapsed_frame *fr,
                        uint32_t *idx)
 {
     uint64_t h = em_hash64(fr->p, fr->len, 0);
-    em_fold_table *t = &f->frame_index;
-    em_fold_slot *s;
+    em_hindex *t = &f->frame_index;
+    struct em_hslot *s;
     int rc;
 
     if ((rc = table_reserve(t, f->nframes)) != EMBER_OK)
@@ -109,7 +88,7 @@ static int frame_index(em_fold *f, const em_collapsed_frame *fr,
 }
 
 /* Appends the run at pool[base..base+n) as a new distinct stack. */
-static int stack_new(em_fold *f, em_fold_slot *s, size_t base, size_t n,
+static int stack_new(em_fold *f, struct em_hslot *s, size_t base, size_t n,
                      int64_t value, uint64_t h)
 {
     if (f->nstacks == f->stacks_cap) {
@@ -134,8 +113,8 @@ static int stack_add(em_fold *f, size_t base, size_t n, int64_t value)
 {
     const uint32_t *run = f->pool + base;
     uint64_t h = em_hash64(run, n * sizeof *run, 0);
-    em_fold_table *t = &f->stack_index;
-    em_fold_slot *s;
+    em_hindex *t = &f->stack_index;
+    struct em_hslot *s;
     int rc;
 
     if ((rc = table_reserve(t, f->nstacks)) != EMBER_OK)
@@ -181,9 +160,9 @@ int em_fold_add(void *ctx, const em_collapsed_frame *frames, size_t nframes,
 void em_fold_free(em_fold *f)
 {
     em_free(f->frames);
-    em_free(f->frame_index.slots);
+    em_hindex_free(&f->frame_index);
     em_free(f->stacks);
-    em_free(f->stack_index.slots);
+    em_hindex_free(&f->stack_index);
     em_free(f->pool);
     memset(f, 0, sizeof *f);
 }

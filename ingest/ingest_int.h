@@ -30,26 +30,14 @@ typedef struct em_fold_stack {
     uint64_t hash;              /* em_hash64 of the index run */
 } em_fold_stack;
 
-/* One slot of an open-addressing table: the entry's hash, so that probes
-** and rehashing never touch the entries, and its index plus one (0: free). */
-typedef struct em_fold_slot {
-    uint64_t hash;
-    uint32_t idx1;
-} em_fold_slot;
-
-typedef struct em_fold_table {
-    em_fold_slot *slots;
-    size_t mask;                /* slot count minus one (a power of two) */
-} em_fold_table;
-
 /* Zero-initialize ({0}) before use; em_fold_free releases it. */
 typedef struct em_fold {
     em_fold_frame *frames;      /* distinct frame names, first seen first */
     size_t nframes, frames_cap;
-    em_fold_table frame_index;
+    em_hindex frame_index;
     em_fold_stack *stacks;      /* distinct stacks, first seen first */
     size_t nstacks, stacks_cap;
-    em_fold_table stack_index;
+    em_hindex stack_index;
     uint32_t *pool;             /* frame indexes of all distinct stacks */
     size_t npool, pool_cap;
     size_t max_depth;           /* most frames in one stack */

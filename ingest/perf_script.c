@@ -130,8 +130,7 @@ typedef struct perf_dec {
     /* groups and their hash index (hash, index plus one) */
     group *groups;
     size_t ngroups, cap_groups;
-    struct perf_slot { uint64_t hash; uint32_t idx1; } *slots;
-    size_t mask;
+    em_hindex index;
 } perf_dec;
 
 /* Sets "ORIGIN:LINE: what" as the message and returns RC. */
@@ -536,34 +535,9 @@ static uint64_t group_hash(const header *h, int64_t window)
     return em_hash64(h->event.p, h->event.len, x ^ h->tid.len);
 }
 
-/* Doubles the slots when they would be more than half full. */
-static int groups_grow(perf_dec *d)
-{
-    size_t nslots = d->slots == NULL ? 64 : (d->mask + 1) * 2;
-    struct perf_slot *ns;
-
-    if (d->slots != NULL && (d->ngroups + 1) * 2 <= d->mask + 1)
-        return EMBER_OK;
-    if ((ns = em_calloc(nslots, sizeof *ns)) == NULL)
-        return dec_err(d, EMBER_ENOMEM, "out of memory for %zu groups",
-                       nslots);
-    for (size_t i = 0; d->slots != NULL && i <= d->mask; i++) {
-        size_t j = (size_t)d->slots[i].hash & (nslots - 1);
-        if (d->slots[i].idx1 == 0)
-            continue;
-        while (ns[j].idx1 != 0)
-            j = (j + 1) & (nslots - 1);
-        ns[j] = d->slots[i];
-    }
-    em_free(d->slots);
-    d->slots = ns;
-    d->mask = nslots - 1;
-    return EMBER_OK;
-}
-
 /* Appends the group of H in WINDOW and points slot SL at it. */
 static int group_new(perf_dec *d, const header *h, int64_t window,
-                     uint64_t hash, struct perf_slot *sl, group **out)
+                     uint64_t hash, struct em_hslot *sl, group **out)
 {
     group *g;
 
@@ -588,13 +562,13 @@ static int group_new(perf_dec *d, const header *h, int64_t window,
 static int group_get(perf_dec *d, const header *h, int64_t window, group **out)
 {
     uint64_t hash = group_hash(h, window);
-    struct perf_slot *sl;
+    struct em_hslot *sl;
     int rc;
 
-    if ((rc = groups_grow(d)) != EMBER_OK)
-        return rc;
-    for (size_t i = (size_t)hash & d->mask; (sl = &d->slots[i])->idx1 != 0;
-         i = (i + 1) & d->mask) {
+    if ((rc = em_hindex_reserve(&d->index, d->ngroups)) != EMBER_OK)
+        return dec_err(d, rc, "out of memory for %zu groups", d->ngroups);
+    for (size_t i = (size_t)hash & d->index.mask;
+         (sl = &d->index.slots[i])->idx1 != 0; i = (i + 1) & d->index.mask) {
         group *g = &d->groups[sl->idx1 - 1];
         if (sl->hash == hash && g->window == window &&
             slice_eq(g->comm, h->comm) && slice_eq(g->pid, h->pid) &&
@@ -921,7 +895,7 @@ static void dec_free(perf_dec *d)
     em_free(d->text);
     em_free(d->labels);
     em_free(d->groups);
-    em_free(d->slots);
+    em_hindex_free(&d->index);
 }
 
 int em_perf_decode(const char *buf, size_t len, const em_import_opts *opts,

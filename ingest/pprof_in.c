@@ -261,8 +261,7 @@ typedef struct pctx {
     em_buf sets;                /* every distinct set's bytes */
     labset *set;                /* set 0 is the empty one */
     size_t nsets, cap_sets;
-    struct setslot { uint64_t hash; uint32_t idx1; } *set_slots;
-    size_t set_mask;
+    em_hindex set_index;        /* over set */
     uint32_t *sample_set;       /* per sample; NULL: all in set 0 */
     /* adding (pass 3) */
     uint32_t *map_idx, *fn_idx, *loc_idx;   /* set index plus one; 0: not
@@ -286,7 +285,7 @@ static void pctx_free(pctx *c)
     em_buf_free(&c->cur);
     em_buf_free(&c->sets);
     em_free(c->set);
-    em_free(c->set_slots);
+    em_hindex_free(&c->set_index);
     em_free(c->sample_set);
     em_free(c->map_idx);
     em_free(c->fn_idx);
@@ -753,13 +752,10 @@ static int canon_labels(pctx *c, size_t si, size_t n, uint32_t *nset)
     return EMBER_OK;
 }
 
-/* Makes room for one more set: the array grows by doubling, the index
-** doubles when half full (and is made at first). */
+/* Makes room for one more set: the array grows by doubling, and so does
+** its index when half full. */
 static int sets_reserve(pctx *c)
 {
-    size_t nslots = c->set_slots == NULL ? 64 : (c->set_mask + 1) * 2;
-    struct setslot *ns;
-
     if (c->nsets == c->cap_sets) {
         size_t cap = c->cap_sets ? c->cap_sets * 2 : 32;
         labset *np = em_realloc(c->set, cap * sizeof *np);
@@ -769,22 +765,9 @@ static int sets_reserve(pctx *c)
         c->set = np;
         c->cap_sets = cap;
     }
-    if (c->set_slots != NULL && (c->nsets + 1) * 2 <= c->set_mask + 1)
-        return EMBER_OK;
-    if ((ns = em_calloc(nslots, sizeof *ns)) == NULL)
+    if (em_hindex_reserve(&c->set_index, c->nsets) != EMBER_OK)
         return em_err(EMBER_ENOMEM, "%s: out of memory for %zu label sets",
                       c->origin, c->nsets);
-    for (size_t i = 0; c->set_slots != NULL && i <= c->set_mask; i++) {
-        size_t j = (size_t)c->set_slots[i].hash & (nslots - 1);
-        if (c->set_slots[i].idx1 == 0)
-            continue;
-        while (ns[j].idx1 != 0)
-            j = (j + 1) & (nslots - 1);
-        ns[j] = c->set_slots[i];
-    }
-    em_free(c->set_slots);
-    c->set_slots = ns;
-    c->set_mask = nslots - 1;
     return EMBER_OK;
 }
 
@@ -792,25 +775,26 @@ static int sets_reserve(pctx *c)
 static int set_intern(pctx *c, uint32_t n, uint32_t *id)
 {
     uint64_t h = em_hash64(c->cur.p, c->cur.len, 0x6c6162);
+    em_hindex *ix = &c->set_index;
     size_t j;
     int rc = sets_reserve(c);
 
     if (rc != EMBER_OK)
         return rc;
-    for (j = (size_t)h & c->set_mask; c->set_slots[j].idx1 != 0;
-         j = (j + 1) & c->set_mask) {
-        const labset *e = &c->set[c->set_slots[j].idx1 - 1];
-        if (c->set_slots[j].hash == h && e->len == c->cur.len &&
+    for (j = (size_t)h & ix->mask; ix->slots[j].idx1 != 0;
+         j = (j + 1) & ix->mask) {
+        const labset *e = &c->set[ix->slots[j].idx1 - 1];
+        if (ix->slots[j].hash == h && e->len == c->cur.len &&
             memcmp(c->sets.p + e->off, c->cur.p, e->len) == 0) {
-            *id = c->set_slots[j].idx1 - 1;
+            *id = ix->slots[j].idx1 - 1;
             return EMBER_OK;
         }
     }
     c->set[c->nsets] = (labset){ c->sets.len, c->cur.len, n, h };
     if ((rc = em_buf_put(&c->sets, c->cur.p, c->cur.len)) != EMBER_OK)
         return em_err_prefix(rc, "%s", c->origin);
-    c->set_slots[j].hash = h;
-    c->set_slots[j].idx1 = (uint32_t)c->nsets + 1;
+    ix->slots[j].hash = h;
+    ix->slots[j].idx1 = (uint32_t)c->nsets + 1;
     *id = (uint32_t)c->nsets++;
     return EMBER_OK;
 }

@@ -93,33 +93,14 @@ static int array_reserve(void **p, size_t *cap, size_t count, size_t size,
 #define RESERVE(s, arr, n, cap, what) \
     array_reserve((void **)&(s)->arr, &(s)->cap, (s)->n, sizeof *(s)->arr, what)
 
-/* Makes room in IX for one more entry, doubling when half full. */
-static int index_reserve(em_pset_index *ix)
+/* Makes room in IX (over COUNT entries) for one more; refused once the
+** set was trimmed, as its indexes are gone. */
+static int index_reserve(const em_pset *s, em_hindex *ix, size_t count)
 {
-    size_t nslots = ix->slots == NULL ? ARRAY_INITIAL : (ix->mask + 1) * 2;
-    struct em_pset_slot *ns;
-
-    if (ix->mask == SIZE_MAX)
+    if (s->trimmed)
         return em_err(EMBER_EINVAL, "profile set: added to after "
                       "em_pset_trim");
-    if (ix->slots != NULL && (ix->used + 1) * 2 <= ix->mask + 1)
-        return EMBER_OK;
-    ns = em_calloc(nslots, sizeof *ns);
-    if (ns == NULL)
-        return em_err(EMBER_ENOMEM, "out of memory for an index of %zu "
-                      "slots", nslots);
-    for (size_t i = 0; ix->slots != NULL && i <= ix->mask; i++) {
-        size_t j = (size_t)ix->slots[i].hash & (nslots - 1);
-        if (ix->slots[i].idx1 == 0)
-            continue;
-        while (ns[j].idx1 != 0)
-            j = (j + 1) & (nslots - 1);
-        ns[j] = ix->slots[i];
-    }
-    em_free(ix->slots);
-    ix->slots = ns;
-    ix->mask = nslots - 1;
-    return EMBER_OK;
+    return em_hindex_reserve(ix, count);
 }
 
 typedef bool (*entry_eq)(const em_pset *s, uint32_t idx, const void *key);
@@ -127,9 +108,9 @@ typedef bool (*entry_eq)(const em_pset *s, uint32_t idx, const void *key);
 /* Looks KEY (hash H) up in IX. Found: *idx set, returns true. Not found:
 ** returns false with *slot the free slot a new entry would take. IX must
 ** have room (index_reserve). */
-static bool index_find(const em_pset *s, const em_pset_index *ix, uint64_t h,
+static bool index_find(const em_pset *s, const em_hindex *ix, uint64_t h,
                        entry_eq eq, const void *key, uint32_t *idx,
-                       struct em_pset_slot **slot)
+                       struct em_hslot **slot)
 {
     size_t j = (size_t)h & ix->mask;
 
@@ -144,12 +125,10 @@ static bool index_find(const em_pset *s, const em_pset_index *ix, uint64_t h,
     return false;
 }
 
-static void index_take(em_pset_index *ix, struct em_pset_slot *slot,
-                       uint64_t h, uint32_t idx)
+static void index_take(struct em_hslot *slot, uint64_t h, uint32_t idx)
 {
     slot->hash = h;
     slot->idx1 = idx + 1;
-    ix->used++;
 }
 
 static uint64_t hash_str(const char *p, uint64_t h)
@@ -192,9 +171,9 @@ static bool mapping_eq(const em_pset *s, uint32_t idx, const void *key)
 int em_pset_mapping(em_pset *s, const ember_mapping *m, uint32_t *idx)
 {
     uint64_t h = mapping_hash(m);
-    struct em_pset_slot *slot;
+    struct em_hslot *slot;
     ember_mapping *e;
-    int rc = index_reserve(&s->mapping_index);
+    int rc = index_reserve(s, &s->mapping_index, s->nmappings);
 
     if (rc != EMBER_OK)
         return rc;
@@ -211,7 +190,7 @@ int em_pset_mapping(em_pset *s, const ember_mapping *m, uint32_t *idx)
     if (e->file == NULL || e->build_id == NULL)
         return EMBER_ENOMEM;
     *idx = (uint32_t)s->nmappings++;
-    index_take(&s->mapping_index, slot, h, *idx);
+    index_take(slot, h, *idx);
     return EMBER_OK;
 }
 
@@ -255,8 +234,8 @@ static int function_copy(em_pset *s, const ember_function *f, ember_function *e)
 int em_pset_function(em_pset *s, const ember_function *f, uint32_t *idx)
 {
     uint64_t h = function_hash(f);
-    struct em_pset_slot *slot;
-    int rc = index_reserve(&s->function_index);
+    struct em_hslot *slot;
+    int rc = index_reserve(s, &s->function_index, s->nfunctions);
 
     if (rc != EMBER_OK)
         return rc;
@@ -268,7 +247,7 @@ int em_pset_function(em_pset *s, const ember_function *f, uint32_t *idx)
     if ((rc = function_copy(s, f, &s->functions[s->nfunctions])) != 0)
         return rc;
     *idx = (uint32_t)s->nfunctions++;
-    index_take(&s->function_index, slot, h, *idx);
+    index_take(slot, h, *idx);
     return EMBER_OK;
 }
 
@@ -341,11 +320,11 @@ int em_pset_location(em_pset *s, uint32_t mapping, uint64_t address,
 {
     loc_key k = { mapping, address, lines, n };
     uint64_t h;
-    struct em_pset_slot *slot;
+    struct em_hslot *slot;
     int rc = location_check(s, &k);
 
     if (rc == EMBER_OK)
-        rc = index_reserve(&s->loc_index);
+        rc = index_reserve(s, &s->loc_index, s->nlocs);
     if (rc != EMBER_OK)
         return rc;
     h = location_hash(&k);
@@ -357,7 +336,7 @@ int em_pset_location(em_pset *s, uint32_t mapping, uint64_t address,
     if ((rc = lines_append(s, lines, n)) != EMBER_OK)
         return rc;
     *idx = (uint32_t)s->nlocs++;
-    index_take(&s->loc_index, slot, h, *idx);
+    index_take(slot, h, *idx);
     return EMBER_OK;
 }
 
@@ -401,7 +380,7 @@ int em_pset_stack(em_pset *s, const uint32_t *locs, size_t n, uint32_t *idx)
 {
     stack_key k = { locs, n };
     uint64_t h;
-    struct em_pset_slot *slot;
+    struct em_hslot *slot;
     int rc;
 
     if (n > EM_PSET_MAX_DEPTH)
@@ -411,7 +390,7 @@ int em_pset_stack(em_pset *s, const uint32_t *locs, size_t n, uint32_t *idx)
         if (locs[i] >= s->nlocs)
             return em_err(EMBER_EINVAL, "stack: location %u does not exist",
                           locs[i]);
-    if ((rc = index_reserve(&s->stack_index)) != EMBER_OK)
+    if ((rc = index_reserve(s, &s->stack_index, s->nstacks)) != EMBER_OK)
         return rc;
     h = em_hash64(locs, n * sizeof *locs, 0x737461636b);
     if (index_find(s, &s->stack_index, h, stack_eq, &k, idx, &slot))
@@ -424,7 +403,7 @@ int em_pset_stack(em_pset *s, const uint32_t *locs, size_t n, uint32_t *idx)
     if (n > s->max_depth)
         s->max_depth = n;
     *idx = (uint32_t)s->nstacks++;
-    index_take(&s->stack_index, slot, h, *idx);
+    index_take(slot, h, *idx);
     return EMBER_OK;
 }
 
@@ -546,21 +525,13 @@ int em_pset_sample(em_pset *s, uint32_t profile, uint32_t stack,
     return EMBER_OK;
 }
 
-/* Frees IX and marks it so that index_reserve refuses. */
-static void index_drop(em_pset_index *ix)
-{
-    em_free(ix->slots);
-    ix->slots = NULL;
-    ix->used = 0;
-    ix->mask = SIZE_MAX;
-}
-
 void em_pset_trim(em_pset *s)
 {
-    index_drop(&s->mapping_index);
-    index_drop(&s->function_index);
-    index_drop(&s->loc_index);
-    index_drop(&s->stack_index);
+    em_hindex_free(&s->mapping_index);
+    em_hindex_free(&s->function_index);
+    em_hindex_free(&s->loc_index);
+    em_hindex_free(&s->stack_index);
+    s->trimmed = true;
 }
 
 void em_pset_free(em_pset *s)
@@ -573,15 +544,15 @@ void em_pset_free(em_pset *s)
         s->blocks = next;
     }
     em_free(s->mappings);
-    em_free(s->mapping_index.slots);
+    em_hindex_free(&s->mapping_index);
     em_free(s->functions);
-    em_free(s->function_index.slots);
+    em_hindex_free(&s->function_index);
     em_free(s->lines);
     em_free(s->locs);
-    em_free(s->loc_index.slots);
+    em_hindex_free(&s->loc_index);
     em_free(s->pool);
     em_free(s->stacks);
-    em_free(s->stack_index.slots);
+    em_hindex_free(&s->stack_index);
     em_free(s->samples);
     em_free(s->profiles);
     memset(s, 0, sizeof *s);

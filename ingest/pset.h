@@ -67,12 +67,19 @@ typedef struct em_pset_profile {
     uint64_t nsamples;          /* samples added for it */
 } em_pset_profile;
 
-/* Open-addressing index over one table: hash and index plus one (0 free). */
-typedef struct em_pset_index {
-    struct em_pset_slot { uint64_t hash; uint32_t idx1; } *slots;
+/* An open-addressing index over an array of the caller's (ingest/hindex.c):
+** slots hold an entry's hash and its index plus one (0: free). A zeroed one
+** is empty. Probe from hash & mask, stepping (i + 1) & mask, until a free
+** slot; that slot is where a new entry goes. */
+typedef struct em_hindex {
+    struct em_hslot { uint64_t hash; uint32_t idx1; } *slots;
     size_t mask;                /* slot count minus one; 0 with no slots */
-    size_t used;
-} em_pset_index;
+} em_hindex;
+
+/* Makes room for one entry more than the COUNT the array holds: doubles
+** the slots while they would be more than half full. EMBER_OK or ENOMEM. */
+int em_hindex_reserve(em_hindex *ix, size_t count);
+void em_hindex_free(em_hindex *ix);
 
 typedef struct em_pset_block em_pset_block;
 
@@ -81,26 +88,27 @@ typedef struct em_pset {
     em_pset_block *blocks;      /* arena of copied strings and label arrays */
     ember_mapping *mappings;
     size_t nmappings, cap_mappings;
-    em_pset_index mapping_index;
+    em_hindex mapping_index;
     ember_function *functions;
     size_t nfunctions, cap_functions;
-    em_pset_index function_index;
+    em_hindex function_index;
     em_pset_line *lines;
     size_t nlines, cap_lines;
     em_pset_loc *locs;
     size_t nlocs, cap_locs;
-    em_pset_index loc_index;
+    em_hindex loc_index;
     uint32_t *pool;
     size_t npool, cap_pool;
     em_pset_stack_ent *stacks;
     size_t nstacks, cap_stacks;
-    em_pset_index stack_index;
+    em_hindex stack_index;
     size_t max_depth;           /* most locations in one stack */
     em_pset_sample_ent *samples;
     size_t nsamples, cap_samples;
     em_pset_profile *profiles;
     size_t nprofiles, cap_profiles;
     uint64_t bytes_in;          /* input bytes decoded (after gunzip) */
+    bool trimmed;               /* em_pset_trim ran: no more adds */
 } em_pset;
 
 /* Each add returns EMBER_OK with *idx set, EMBER_ENOMEM, or EMBER_ELIMIT.
