@@ -1,7 +1,8 @@
 /*
 ** ingest/collapsed.c: the parser of collapsed ("folded") stacks, the line
 ** format described in ingest/ingest.h. It only splits and checks; what the
-** stacks become is the callback's business (ingest/fold.c for imports).
+** stacks become is the callback's business (ingest/collapsed_decode.c
+** for imports).
 **
 ** Invariants: the input is untrusted, so every byte is read through LEN
 ** (never as a C string); a line is looked at only up to the line limit, so a

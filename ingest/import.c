@@ -312,13 +312,30 @@ int em_import(ember_db *db, const void *buf, size_t len,
             ember_txn_abort(txn);
     }
     if (rc == EMBER_OK && out != NULL) {
-        out->lines = c.profiles;
-        out->stacks = c.samples;
+        out->lines = s.nsamples;
+        out->stacks = s.nstacks;
         out->functions = s.nfunctions;
+        for (size_t i = 0; i < s.nsamples; i++)
+            out->total = em_add_wrap(out->total, s.samples[i].value);
         out->profiles = c.profiles;
         out->samples = c.samples;
         out->bytes = s.bytes_in;
     }
     em_pset_free(&s);
     return rc;
+}
+
+int em_import_collapsed(ember_db *db, const char *buf, size_t len,
+                        const em_import_opts *opts, em_import_stats *out)
+{
+    em_import_opts o;
+    int rc = em_import_opts_norm(opts, &o);
+
+    if (rc != EMBER_OK) {
+        if (out != NULL)
+            memset(out, 0, sizeof *out);
+        return rc;
+    }
+    o.format = EM_FORMAT_COLLAPSED;
+    return em_import(db, buf, len, &o, out);
 }

@@ -103,21 +103,21 @@ typedef struct em_import_opts {
 
 /* What an import read and wrote, for progress lines. */
 typedef struct em_import_stats {
-    uint64_t lines;             /* stack lines read */
-    uint64_t stacks;            /* distinct stacks = samples written */
-    uint64_t functions;         /* distinct frame names */
+    uint64_t lines;             /* samples read (collapsed: stack lines) */
+    uint64_t stacks;            /* distinct stacks */
+    uint64_t functions;         /* distinct functions (collapsed: frame names) */
     int64_t total;              /* sum of all values (wraps, as merges do) */
-    uint64_t profiles;          /* em_import: profiles written */
-    uint64_t samples;           /* em_import: samples written */
-    uint64_t bytes;             /* em_import: input bytes after gunzip */
+    uint64_t profiles;          /* profiles written */
+    uint64_t samples;           /* samples written, repeats of a stack in a
+                                ** profile summed */
+    uint64_t bytes;             /* input bytes after gunzip */
 } em_import_stats;
 
-/* Imports LEN bytes of collapsed stacks at BUF as ONE profile: identical
-** stack lines sum, frames become functions named by the frame (mapping 0,
-** address 0, line 0), stacks are stored leaf first. Atomic: everything is
-** written in one transaction or, on any error, nothing. Input without a
-** stack line writes nothing and returns EMBER_OK with out->stacks == 0.
-** OPTS may be NULL (all defaults); OUT may be NULL; on error OUT is zeroed. */
+/* em_import of LEN bytes of collapsed stacks at BUF (em_collapsed_decode):
+** one profile in which identical stack lines sum, frames becoming functions
+** named by the frame (mapping 0, address 0, line 0). Input without a stack
+** line writes nothing and returns EMBER_OK with out->stacks == 0. OPTS may
+** be NULL (all defaults); OUT may be NULL; on error OUT is zeroed. */
 int em_import_collapsed(ember_db *db, const char *buf, size_t len,
                         const em_import_opts *opts, em_import_stats *out);
 
@@ -162,8 +162,8 @@ int em_decode(const void *buf, size_t len, const em_import_opts *opts,
               em_pset *out);
 
 /* em_decode, then em_pset_write in one transaction of DB: the whole input
-** or nothing. OUT (may be NULL) gets profiles, samples and bytes (and, for
-** the older fields, lines = profiles, stacks = samples, functions). */
+** or nothing. OUT (may be NULL) gets what was read and written; on error
+** it is zeroed. */
 int em_import(ember_db *db, const void *buf, size_t len,
               const em_import_opts *opts, em_import_stats *out);
 
