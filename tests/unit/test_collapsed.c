@@ -23,6 +23,7 @@
 #include "engine/engine.h"
 #include "ingest/ingest.h"
 #include "ingest/ingest_int.h"
+#include "common/testutil.h"
 
 #define DATA_DIR "tests/data/collapsed"
 #define TYPE EM_COLLAPSED_DEFAULT_TYPE
@@ -401,24 +402,6 @@ static void test_fold_oom(void **state)
 
 /* ---- files ---------------------------------------------------------------- */
 
-/* Reads PATH whole into a malloc'd buffer; NULL if it cannot. */
-static char *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    char *buf = NULL;
-    long n;
-
-    if (f == NULL)
-        return NULL;
-    if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 &&
-        fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n + 1)) != NULL) {
-        *len = fread(buf, 1, (size_t)n, f);
-        buf[*len] = '\0';
-    }
-    fclose(f);
-    return buf;
-}
-
 /* True for NAME.txt, the examples (not the README). */
 static bool is_data_file(const char *name)
 {
@@ -446,7 +429,7 @@ static void test_data_files_parse(void **state)
         if (!is_data_file(e->d_name))
             continue;
         snprintf(path, sizeof path, "%s/%s", DATA_DIR, e->d_name);
-        buf = read_file(path, &len);
+        buf = tu_read_file(path, &len);
         assert_non_null(buf);
         if (em_collapsed_parse(buf, len, path, em_fold_add, &f) != EMBER_OK)
             fail_msg("%s", em_errmsg());
@@ -806,7 +789,7 @@ static void test_import_data_files(void **state)
         snprintf(path, sizeof path, "%s/%s", DATA_DIR, e->d_name);
         o.time_ms = strtoll(e->d_name, NULL, 10);
         assert_true(o.time_ms > 1700000000000);
-        buf = read_file(path, &len);
+        buf = tu_read_file(path, &len);
         assert_non_null(buf);
         if (em_import_collapsed(x->db, buf, len, &o, NULL) != EMBER_OK)
             fail_msg("%s", ember_errmsg(x->db));

@@ -23,6 +23,7 @@
 #include "engine/engine.h"
 #include "ingest/ingest.h"
 #include "ingest/ingest_int.h"
+#include "common/testutil.h"
 
 #define TYPE EM_COLLAPSED_DEFAULT_TYPE
 
@@ -42,15 +43,7 @@ static char *dump(const em_pset *s)
     FILE *f = open_memstream(&text, &len);
 
     assert_non_null(f);
-    for (size_t i = 0; i < s->nprofiles; i++) {
-        const em_pset_profile *p = &s->profiles[i];
-        fprintf(f, "P%zu %s {", i, p->type);
-        for (size_t k = 0; k < p->nlabels; k++)
-            fprintf(f, "%s%s=%s", k > 0 ? "," : "", p->labels[k].name,
-                    p->labels[k].value);
-        fprintf(f, "} t=%lld d=%lld p=%lld\n", (long long)p->time_ms,
-                (long long)p->duration_ns, (long long)p->period);
-    }
+    tu_pset_dump_profiles(f, s);
     for (size_t i = 0; i < s->nsamples; i++) {
         const em_pset_stack_ent *st = &s->stacks[s->samples[i].stack];
         fprintf(f, "S%u ", s->samples[i].profile);

@@ -29,6 +29,7 @@
 #include "engine/engine.h"
 #include "ingest/ingest.h"
 #include "ingest/ingest_int.h"
+#include "common/testutil.h"
 
 #define DATA_DIR "tests/data/perf"
 #define T0 5000                 /* opts.time_ms of most tests */
@@ -64,15 +65,7 @@ static char *dump(const em_pset *s)
     FILE *f = open_memstream(&text, &len);
 
     assert_non_null(f);
-    for (size_t i = 0; i < s->nprofiles; i++) {
-        const em_pset_profile *p = &s->profiles[i];
-        fprintf(f, "P%zu %s {", i, p->type);
-        for (size_t k = 0; k < p->nlabels; k++)
-            fprintf(f, "%s%s=%s", k > 0 ? "," : "", p->labels[k].name,
-                    p->labels[k].value);
-        fprintf(f, "} t=%lld d=%lld p=%lld\n", (long long)p->time_ms,
-                (long long)p->duration_ns, (long long)p->period);
-    }
+    tu_pset_dump_profiles(f, s);
     for (size_t i = 0; i < s->nsamples; i++) {
         const em_pset_stack_ent *st = &s->stacks[s->samples[i].stack];
         fprintf(f, "S%u ", s->samples[i].profile);
@@ -642,23 +635,6 @@ static void test_oom(void **state)
 
 /* ---- the real captures ------------------------------------------------- */
 
-static char *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    char *buf = NULL;
-    long n;
-
-    if (f == NULL)
-        return NULL;
-    if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 &&
-        fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n + 1)) != NULL) {
-        *len = fread(buf, 1, (size_t)n, f);
-        buf[*len] = '\0';
-    }
-    fclose(f);
-    return buf;
-}
-
 /* Counts the events of perf script text and those whose leaf frame is in
 ** function FN (" FN+0x" on it), reading the text independently of the
 ** decoder: a header is a line that does not start with a tab or '#' and is
@@ -729,7 +705,7 @@ static void check_capture(const char *name, const char *fn, em_pset *s,
     int64_t total, set_fn;
 
     snprintf(path, sizeof path, "%s/%s", DATA_DIR, name);
-    buf = read_file(path, &len);
+    buf = tu_read_file(path, &len);
     if (buf == NULL)
         fail_msg("cannot read %s", path);
     o.origin = path;

@@ -118,3 +118,33 @@ uint64_t tu_verify(ember_db *db)
     assert_true(rc == EMBER_OK || rc == EMBER_ECORRUPT);
     return n;
 }
+
+char *tu_read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    long n;
+
+    if (f == NULL)
+        return NULL;
+    if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 &&
+        fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n + 1)) != NULL) {
+        *len = fread(buf, 1, (size_t)n, f);
+        buf[*len] = '\0';
+    }
+    fclose(f);
+    return buf;
+}
+
+void tu_pset_dump_profiles(FILE *f, const em_pset *s)
+{
+    for (size_t i = 0; i < s->nprofiles; i++) {
+        const em_pset_profile *p = &s->profiles[i];
+        fprintf(f, "P%zu %s {", i, p->type);
+        for (size_t k = 0; k < p->nlabels; k++)
+            fprintf(f, "%s%s=%s", k > 0 ? "," : "", p->labels[k].name,
+                    p->labels[k].value);
+        fprintf(f, "} t=%lld d=%lld p=%lld\n", (long long)p->time_ms,
+                (long long)p->duration_ns, (long long)p->period);
+    }
+}

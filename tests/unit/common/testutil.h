@@ -8,7 +8,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <stdio.h>
+
 #include "ember.h"
+#include "ingest/pset.h"
 
 /* A fresh empty directory under /tmp; free with tu_rmdir. */
 char *tu_tmpdir(const char *tag);
@@ -31,5 +34,12 @@ ember_profile tu_profile(const char *type, const ember_label *labels,
 
 /* Counts problems reported by ember_verify (prints them). */
 uint64_t tu_verify(ember_db *db);
+
+/* Reads PATH whole into a malloc'd, NUL-terminated buffer of *LEN bytes;
+** NULL if it cannot. */
+char *tu_read_file(const char *path, size_t *len);
+
+/* Writes one line per profile of S: "P<i> TYPE {k=v,...} t=T d=D p=P". */
+void tu_pset_dump_profiles(FILE *f, const em_pset *s);
 
 #endif
