@@ -20,13 +20,15 @@ WARN := -std=c11 -Wall -Wextra -Wshadow -Wstrict-prototypes \
 ALL_CFLAGS := $(WARN) -D_GNU_SOURCE -fPIC -fvisibility=hidden -Iinclude -I. \
               -I$(BUILD)/gen $(CFLAGS)
 LDLIBS := -llmdb -lzstd -lroaring -lprotobuf-c -lz -lpthread -lm
+CLI_LDLIBS := -ledit
 TEST_LDLIBS := -lcmocka
 
 # Debian packages the build, tests, benchmarks and fuzzing need.
 DEB_PKGS := build-essential pkg-config clang liblmdb-dev libzstd-dev \
             libroaring-dev zlib1g-dev libcmocka-dev libsqlite3-dev \
             libclang-rt-14-dev lmdb-utils libprotobuf-c-dev \
-            protobuf-c-compiler golang-go linux-perf
+            protobuf-c-compiler golang-go linux-perf libedit-dev \
+            chromium chromium-driver
 
 # The pprof wire format: protoc-c writes its C code into $(BUILD)/gen.
 PROTO := proto/profile.proto
@@ -102,7 +104,7 @@ $(BUILD)/libember.so: $(LIB_OBJ)
 
 $(BUILD)/ember: $(CLI_OBJ) $(BUILD)/libember.a
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(LDFLAGS) $(CLI_OBJ) $(BUILD)/libember.a $(LDLIBS) -o $@
+	$(Q)$(CC) $(LDFLAGS) $(CLI_OBJ) $(BUILD)/libember.a $(LDLIBS) $(CLI_LDLIBS) -o $@
 
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(TEST_COMMON_OBJ) $(BUILD)/libember.a
 	@mkdir -p $(@D)

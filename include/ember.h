@@ -228,6 +228,12 @@ typedef struct ember_selector {
     int64_t from_ms, to_ms;     /* inclusive range; both 0: all time */
     const char *focus;          /* regex on function names: keep only stacks
                                 ** through a matching function; NULL: all */
+    const char *ignore;         /* regex on function names: drop the stacks
+                                ** through a matching function; NULL: none.
+                                ** With focus: through focus, not ignore. */
+    const uint32_t *series;     /* only these series ids (any order); NULL:
+                                ** every series the matchers select */
+    size_t nseries;
 } ember_selector;
 
 /* One stored sample, as ember_iter_next yields them: ordered by series,
@@ -352,6 +358,70 @@ EMBER_API int ember_pprof_encode(ember_db *db, const ember_merged *m,
 
 /* Frees a buffer Ember returned (ember_pprof_encode's). NULL: no-op. */
 EMBER_API void ember_free(void *p);
+
+/* ------------------------------------------------------------------------ */
+/* Queries (docs/query-language.md)                                          */
+
+typedef struct ember_query_opts {
+    size_t sz;                  /* sizeof(ember_query_opts) */
+    int64_t from_ms, to_ms;     /* the range selectors without [range] or @
+                                ** cover, inclusive; both 0: all time */
+    int64_t step_ms;            /* series: bucket points by this; 0: one
+                                ** point per profile */
+    int64_t now_ms;             /* "now" for relative times in @; 0: the
+                                ** clock */
+} ember_query_opts;
+
+/* What a query gives. */
+enum { EMBER_RESULT_PROFILE = 1,    /* merged profiles, one per group */
+       EMBER_RESULT_DIFF = 2,       /* profiles with base and target values */
+       EMBER_RESULT_SERIES = 3,     /* values over time, one per series */
+       EMBER_RESULT_TABLE = 4 };    /* one column of strings (metadata) */
+
+typedef struct ember_result ember_result;
+
+/* Parses, plans and runs the query TEXT on one snapshot of DB. OPTS may be
+** NULL. A query that does not parse or does not type-check is EMBER_EINVAL
+** with the query, a caret under the spot and what was expected. */
+EMBER_API int ember_query(ember_db *db, const char *text,
+                          const ember_query_opts *opts, ember_result **out);
+EMBER_API void ember_result_free(ember_result *r);      /* NULL: no-op */
+EMBER_API int ember_result_kind(const ember_result *r);
+/* The profile type of a profile, diff or series result; NULL when series
+** span several types, and for tables. */
+EMBER_API const char *ember_result_type(const ember_result *r);
+
+/* One frame of a result stack. */
+enum { EMBER_FRAME_INLINED = 1u };  /* inlined into the frame that follows */
+typedef struct ember_frame {
+    const char *name;           /* function name */
+    unsigned flags;             /* EMBER_FRAME_* */
+} ember_frame;
+
+/* Profiles and diffs: how many groups (merge by gives one per group). */
+EMBER_API size_t ember_result_groups(const ember_result *r);
+/* Group G's labels (NULL, 0 for a plain merge) and stack count. */
+EMBER_API void ember_result_group(const ember_result *r, size_t g,
+                                  const ember_label **labels, size_t *nlabels,
+                                  size_t *nstacks);
+/* Stack J of group G: frames leaf first (into *frames, an array valid until
+** the next call on R), its value and, for a diff, its base value (0
+** otherwise). EMBER_EINVAL when G or J is out of range. */
+EMBER_API int ember_result_stack(ember_result *r, size_t g, size_t j,
+                                 const ember_frame **frames, size_t *nframes,
+                                 int64_t *value, int64_t *base);
+
+/* Series: how many, and series I's labels and N points. */
+EMBER_API size_t ember_result_series_count(const ember_result *r);
+EMBER_API void ember_result_series(const ember_result *r, size_t i,
+                                   const ember_label **labels,
+                                   size_t *nlabels, const int64_t **times,
+                                   const double **values, size_t *n);
+
+/* Tables: the column's name and its rows. */
+EMBER_API const char *ember_result_column(const ember_result *r);
+EMBER_API size_t ember_result_rows(const ember_result *r);
+EMBER_API const char *ember_result_row(const ember_result *r, size_t i);
 
 /* ------------------------------------------------------------------------ */
 /* Statistics and verification                                               */

@@ -97,11 +97,35 @@ int em_query_error(const char *src, size_t pos, const char *fmt, ...)
 /* ---- syntax tree (query/parser.c) ------------------------------------------ */
 
 typedef enum em_node_kind {
-    EM_NODE_SELECTOR = 1    /* TYPE{matchers}: all profiles of the range */
-    /* Coming with the full language: EM_NODE_CALL (merge, diff, focus,
-    ** ignore, top, total, rate), EM_NODE_AGGREGATE (sum by (...)),
-    ** EM_NODE_NUMBER, EM_NODE_STRING, and range/offset/@ modifiers. */
+    EM_NODE_SELECTOR = 1,   /* u.sel: TYPE{matchers}[range] offset D @ T */
+    EM_NODE_CALL,           /* u.call: fn(args) with an optional by/without */
+    EM_NODE_NUMBER,         /* u.num: 20, 0.5 */
+    EM_NODE_STRING          /* u.str: "regex", "pod" (escapes resolved) */
 } em_node_kind;
+
+/* The functions of the language (docs/query-language.md). The parser knows
+** their names and nothing else; the planner checks arity and kinds. */
+typedef enum em_fn {
+    EM_FN_MERGE = 1,        /* merge [by|without (l...)] (P): profile(s) */
+    EM_FN_DIFF,             /* diff(BASE, TARGET): diff profile(s) */
+    EM_FN_FOCUS,            /* focus(P, "re"): stacks through a match */
+    EM_FN_IGNORE,           /* ignore(P, "re"): stacks through none */
+    EM_FN_TOP,              /* top(P, N): the N largest-flat functions */
+    EM_FN_TOTAL,            /* total(SEL): per-series value over time */
+    EM_FN_RATE,             /* rate(S): per second */
+    EM_FN_SUM,              /* sum/avg/max/min/count [by|without] (S) */
+    EM_FN_AVG,
+    EM_FN_MAX,
+    EM_FN_MIN,
+    EM_FN_COUNT,
+    EM_FN_TOPK,             /* topk(K, S), bottomk(K, S) */
+    EM_FN_BOTTOMK,
+    EM_FN_PROFILE_TYPES,    /* profile_types([SEL]): table */
+    EM_FN_LABEL_NAMES,      /* label_names([SEL]): table */
+    EM_FN_LABEL_VALUES      /* label_values(NAME [, SEL]): table */
+} em_fn;
+
+enum { EM_GROUP_NONE = 0, EM_GROUP_BY = 1, EM_GROUP_WITHOUT = 2 };
 
 typedef struct em_sel {
     char *type;                 /* exact profile type, owned; NULL: any */
@@ -111,22 +135,47 @@ typedef struct em_sel {
                                 ** that the planner can put a caret under a
                                 ** bad regex (em_query_error) */
     size_t nmatchers;
+    int64_t range_ms;           /* SEL[1h]; 0: none given */
+    int64_t offset_ms;          /* SEL offset 1d; 0: none given */
+    char *at;                   /* SEL @ T: T's text as em_time_parse takes
+                                ** it (a number token's digits or a string's
+                                ** contents), owned; NULL: none. Resolved by
+                                ** the planner, which knows "now". */
+    size_t at_pos;              /* byte offset of T, for errors */
 } em_sel;
+
+struct em_node;
+
+typedef struct em_call {
+    em_fn fn;
+    size_t name_pos;            /* byte offset of the function name */
+    struct em_node **args;      /* owned */
+    size_t nargs;
+    int grouping;               /* EM_GROUP_* */
+    char **labels;              /* by/without label names, owned */
+    size_t nlabels;
+} em_call;
 
 typedef struct em_node {
     em_node_kind kind;
     size_t pos;                 /* byte offset where the node starts */
+    size_t end;                 /* byte offset just past its last token */
     union {
         em_sel sel;             /* EM_NODE_SELECTOR */
+        em_call call;           /* EM_NODE_CALL */
+        double num;             /* EM_NODE_NUMBER */
+        char *str;              /* EM_NODE_STRING, owned */
     } u;
 } em_node;
 
 /* Parses the query TEXT into a new tree (*out, free with em_node_free).
-** Today a query must be exactly one selector; anything else gives
-** EMBER_EINVAL "expected a selector ..." with a caret. Also EMBER_ENOMEM,
-** and EMBER_ELIMIT past EM_QUERY_MAX bytes. */
+** Syntax only: an unknown function name is an error here, a wrong argument
+** kind is the planner's. EMBER_EINVAL with a caret message, EMBER_ENOMEM,
+** and EMBER_ELIMIT past EM_QUERY_MAX bytes or 64 levels of nesting. */
 int em_query_parse(const char *text, em_node **out);
 void em_node_free(em_node *n);                  /* NULL: no-op */
+/* "merge", "label_values", ... for messages; NULL for a bad value. */
+const char *em_fn_name(em_fn fn);
 
 /* Fills *OUT to select what SEL names over [FROM_MS, TO_MS] (both 0: all
 ** time). A view: its pointers live as long as SEL. */
@@ -190,7 +239,8 @@ typedef struct em_rframe {
 typedef struct em_rstack {
     size_t first;               /* index of its leaf frame in frames */
     size_t nframes;
-    int64_t value;
+    int64_t value;              /* a diff's TARGET value */
+    int64_t base;               /* a diff's BASE value; 0 unless p->diff */
 } em_rstack;
 
 typedef struct em_rprofile {
@@ -202,6 +252,8 @@ typedef struct em_rprofile {
     char *sample_type;          /* "cpu", "alloc_space"; "" unknown; owned */
     char *unit;                 /* sample unit, lower case; "count" when
                                 ** unknown; owned */
+    bool diff;                  /* stacks carry base and target values:
+                                ** renderers show both and the change */
 } em_rprofile;
 
 /* Empties *P for a profile of TYPE ("name:sample_type:sample_unit:..."; NULL
@@ -212,6 +264,9 @@ void em_rprofile_free(em_rprofile *p);          /* NULL: no-op */
 /* Appends a stack of N frames (leaf first) with VALUE. */
 int em_rprofile_add(em_rprofile *p, const em_rframe *frames, size_t n,
                     int64_t value);
+/* The same for a diff profile: BASE and TARGET values. Sets p->diff. */
+int em_rprofile_add_diff(em_rprofile *p, const em_rframe *frames, size_t n,
+                         int64_t base, int64_t target);
 
 /* Resolves every non-zero stack of M through the snapshot SNAP (NULL: a
 ** snapshot of DB opened and ended here) into *OUT, which it initializes
@@ -272,5 +327,90 @@ int em_render_top(FILE *f, const em_rprofile *p, const em_top_opts *opts);
 ** ';' becomes '_' and control characters ' ' so every line parses back.
 ** EMBER_OK, ENOMEM or EIO. */
 int em_render_collapsed(FILE *f, const em_rprofile *p);
+
+/* ---- query results (query/result.c, built by query/exec.c) ---------------- */
+
+/* One profile of a result: a merge group (`merge by (pod)` gives one per
+** pod) or a diff pair. */
+typedef struct em_pgroup {
+    ember_label *labels;        /* the group's labels, sorted by name; owned
+                                ** (names and values too); none for a plain
+                                ** merge */
+    size_t nlabels;
+    em_rprofile prof;           /* resolved stacks (p.diff for a diff) */
+    ember_merged *merged;       /* the stack ids behind prof, for pprof out;
+                                ** for a diff TARGET minus BASE; may be NULL
+                                ** when the executor could not keep it */
+    uint64_t nseries, nprofiles;/* what was merged (both sides of a diff) */
+} em_pgroup;
+
+/* One series of a series result: points by time. */
+typedef struct em_series {
+    ember_label *labels;        /* sorted by name, owned; __type__ first
+                                ** when the result spans several types */
+    size_t nlabels;
+    int64_t *times;             /* unix ms (a bucket's start with a step) */
+    double *values;
+    size_t n;
+} em_series;
+
+struct ember_result {
+    int kind;                   /* EMBER_RESULT_* */
+    char *type;                 /* the profile type of profiles and series
+                                ** (NULL when series span several); owned */
+    char *unit;                 /* the sample unit ("nanoseconds"), or
+                                ** "count", or "count/s", ...; owned */
+    em_pgroup *groups;          /* PROFILE and DIFF */
+    size_t ngroups;
+    em_series *series;          /* SERIES */
+    size_t nseries;
+    char *column;               /* TABLE: its one column's name ("type",
+                                ** "label", "value"), owned */
+    char **rows;                /* TABLE rows, owned, sorted */
+    size_t nrows;
+    size_t top_limit;           /* top(P, N): N, which the top renderer
+                                ** uses as its default row limit; 0: none */
+    int64_t from_ms, to_ms;     /* the range the query was evaluated over */
+    int64_t step_ms;            /* series bucketing; 0: none */
+};
+
+/* Frees everything R owns and R itself. NULL: no-op. */
+void em_result_free(ember_result *r);
+
+/* ---- rendering results (query/render.c dispatches) ------------------------ */
+
+typedef struct em_render_opts {
+    size_t sz;                  /* sizeof(em_render_opts) */
+    ember_db *db;               /* needed by pprof (symbols); may be NULL
+                                ** for every other format */
+    bool cum_sort;              /* top: sort by cum */
+    size_t limit;               /* top, tree: at most this many rows; 0:
+                                ** the result's top_limit, else all */
+    const char *unit;           /* top: pprof's -unit; NULL: "minimum" */
+    bool color;                 /* ANSI colors (flame, diffs, sparklines) */
+    unsigned width;             /* terminal columns (flame, table); 0: 100 */
+    size_t max_lines;           /* cut text output past this many lines,
+                                ** with a note saying how many were left
+                                ** out; 0: never cut */
+    const char *title;          /* svg's title; NULL: the query */
+    const char *query;          /* the query text, shown by svg and json */
+} em_render_opts;
+
+/* Writes R to F in FORMAT: for profiles and diffs "top", "tree", "flame",
+** "collapsed", "pprof", "json", "svg"; for series "table", "csv", "json",
+** "spark"; for tables "table", "csv", "json". EMBER_EINVAL naming the
+** formats that fit when FORMAT does not fit R's kind. */
+int em_render_result(FILE *f, const ember_result *r, const char *format,
+                     const em_render_opts *o);
+/* The svg flame graph (query/render_svg.c): one self-contained file, its
+** script and style inline, that a browser opens with nothing else. */
+int em_render_svg(FILE *f, const em_rprofile *p, const em_render_opts *o);
+
+/* The format used when none is asked for: "top", "table". */
+const char *em_render_default(int kind);
+/* True when FORMAT renders results of KIND. */
+bool em_render_fits(int kind, const char *format);
+/* True when FORMAT writes binary bytes (pprof). */
+bool em_render_binary(const char *format);
 
 #endif /* EM_QUERY_H */
