@@ -188,4 +188,59 @@ int em_label_name_check(const char *name);
 ** "delta"); EMBER_OK or EINVAL with a message. */
 int em_profile_type_check(const char *type);
 
+/* ---- the query layer's reads (engine/read.c) ------------------------------ */
+
+/* A reader: one snapshot that every question of a query reads, and one
+** merge accumulator that its merges share, so that a merge by a label with
+** many groups costs what one merge costs. Selectors given to a reader mean
+** what they mean to ember_merge (type, matchers, range, focus, ignore,
+** series ids); the snapshot's pointers live until em_reader_close. */
+typedef struct em_reader em_reader;
+
+int em_reader_open(ember_db *db, em_reader **out);
+void em_reader_close(em_reader *rd);                /* NULL: no-op */
+/* The snapshot, for resolving stacks (em_rprofile_build). */
+ember_snapshot *em_reader_snapshot(em_reader *rd);
+/* Adds what SEL selects to the reader's merge accumulator; on failure the
+** accumulator is emptied. */
+int em_reader_merge_add(em_reader *rd, const ember_selector *sel);
+/* The accumulated merge as a new *OUT (ember_merged_free), and empties the
+** accumulator. Nothing added: an empty merge. */
+int em_reader_merge_take(em_reader *rd, ember_merged **out);
+/* ember_totals_get on the reader's snapshot. */
+int em_reader_totals(em_reader *rd, const ember_selector *sel,
+                     ember_totals **out);
+/* Series I's profile durations (ns), beside ember_totals_series' points. */
+const int64_t *em_totals_durations(const ember_totals *t, size_t i);
+
+/* One series a selector selects. */
+typedef struct em_series_info {
+    uint32_t id;
+    const char *type;               /* into the snapshot */
+    const ember_label *labels;      /* sorted by name; strings into the
+                                    ** snapshot, array into the set */
+    size_t nlabels;
+    size_t first;                   /* labels' index in the set's storage */
+} em_series_info;
+
+typedef struct em_series_set {
+    em_series_info *v;              /* by series id */
+    size_t n;
+    ember_label *labels;            /* storage behind v[i].labels */
+    size_t nlabels;
+} em_series_set;
+
+/* The series SEL's type, matchers and series ids select (its range, focus
+** and ignore play no part), with their types and labels. *OUT is emptied
+** first; free it with em_series_set_free (also after a failure). */
+int em_reader_series(em_reader *rd, const ember_selector *sel,
+                     em_series_set *out);
+void em_series_set_free(em_series_set *s);
+
+/* A merged profile made from N (stack, value) pairs in stack order, with
+** the series and profile counts and the span of SPAN_OF (NULL: none); for
+** a diff's stacks and for filtered merges. */
+int em_merged_make(const uint32_t *stacks, const int64_t *values, size_t n,
+                   const ember_merged *span_of, ember_merged **out);
+
 #endif /* EM_ENGINE_H */

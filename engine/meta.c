@@ -284,6 +284,11 @@ EMBER_API int ember_snapshot_begin(ember_db *db, ember_snapshot **out)
     return EMBER_OK;
 }
 
+em_rtxn *em_snapshot_rtxn(ember_snapshot *s)
+{
+    return &s->r;
+}
+
 EMBER_API void ember_snapshot_end(ember_snapshot *s)
 {
     if (s == NULL)

@@ -1,8 +1,13 @@
 /*
 ** engine/read.c: the read path. Matchers give series ids through the
-** postings; for each series the chunks overlapping [from, to] are found by
-** seeking its chunk keys from (series, from - widest chunk span); each chunk
-** is checked (checksum) and decoded, only the columns the question needs.
+** postings (ANDed with the caller's series ids when it gives some); for
+** each series the chunks overlapping [from, to] are found by seeking its
+** chunk keys from (series, from - widest chunk span); each chunk is checked
+** (checksum) and decoded, only the columns the question needs.
+**
+** Focus and ignore become one dense bitset over stack ids (the stacks to
+** keep), made once per question from the function postings, so that the
+** per-stack test in the inner loops is a bit test, not a bitmap search.
 **
 ** Merge sums into a dense array indexed by stack id (ids are dense, so this
 ** is a column add with no hashing) plus a bitmap of the stacks seen, which
@@ -10,6 +15,11 @@
 ** header (time, duration, period) is folded into the span pprof's merge
 ** computes, once per profile. A corrupt chunk fails the
 ** query; it is never skipped, so a query never returns wrong numbers.
+**
+** The query layer reads through an em_reader: one snapshot for the whole
+** query, and one merge accumulator reused by every merge it makes (a merge
+** by a label makes one per group), emptied by clearing only the stacks it
+** touched.
 */
 #include <stdlib.h>
 
@@ -114,42 +124,139 @@ static void range_of(const ember_selector *sel, int64_t *from, int64_t *to)
     }
 }
 
-/* A read: snapshot, selected series and optional focus stacks. */
+/* A read: snapshot, selected series and the stacks to keep. */
 typedef struct query {
-    em_rtxn r;
+    em_rtxn own;                    /* the snapshot, when not borrowed */
+    em_rtxn *r;                     /* own, or the reader's */
     roaring_bitmap_t *series;
-    roaring_bitmap_t *focus;        /* NULL: every stack */
+    const uint64_t *keep;           /* dense bitset over stack ids; NULL:
+                                    ** every stack (no focus, no ignore) */
+    uint64_t *own_keep;             /* keep, when the query made it */
     int64_t from, to;
 } query;
+
+static inline bool query_keeps(const query *q, uint32_t st)
+{
+    return q->keep == NULL || (q->keep[st >> 6] >> (st & 63) & 1);
+}
 
 static void query_end(query *q)
 {
     if (q->series != NULL)
         roaring_bitmap_free(q->series);
-    if (q->focus != NULL)
-        roaring_bitmap_free(q->focus);
-    em_rtxn_end(&q->r);
+    em_free(q->own_keep);
+    em_rtxn_end(&q->own);
 }
 
-static int query_begin(ember_db *db, const ember_selector *sel, query *q)
+/* Sets in the dense bitset KEEP (words for the snapshot's stacks) the bits
+** of BM, or clears them when CLEAR. */
+static void keep_apply(uint64_t *keep, uint32_t nstacks,
+                       const roaring_bitmap_t *bm, bool clear)
+{
+    roaring_uint32_iterator_t it;
+
+    roaring_init_iterator(bm, &it);
+    for (; it.has_value && it.current_value < nstacks;
+         roaring_advance_uint32_iterator(&it)) {
+        uint32_t st = it.current_value;
+        if (clear)
+            keep[st >> 6] &= ~(1ull << (st & 63));
+        else
+            keep[st >> 6] |= 1ull << (st & 63);
+    }
+}
+
+/* The stacks to keep under FOCUS and IGNORE (either may be NULL): through
+** a FOCUS function and through no IGNORE function. *OUT is NULL when both
+** are NULL (keep everything), else a new bitset of nstacks bits. */
+static int keep_build(em_rtxn *r, const char *focus, const char *ignore,
+                      uint64_t **out)
+{
+    uint32_t nstacks = r->next[EM_T_STACK];
+    size_t words = (size_t)nstacks / 64 + 1;
+    roaring_bitmap_t *bm = NULL;
+    uint64_t *keep;
+    int rc = EMBER_OK;
+
+    *out = NULL;
+    if (focus == NULL && ignore == NULL)
+        return EMBER_OK;
+    keep = em_calloc(words, sizeof *keep);
+    if (keep == NULL)
+        return em_err(EMBER_ENOMEM, "focus: %u stacks", nstacks);
+    if (focus != NULL && (rc = em_focus_stacks(r, focus, &bm)) == EMBER_OK)
+        keep_apply(keep, nstacks, bm, false);
+    else if (focus == NULL)
+        memset(keep, 0xff, words * sizeof *keep);
+    if (rc != EMBER_OK) {
+        em_err_prefix(rc, "focus");
+    } else if (ignore != NULL) {
+        if (bm != NULL)
+            roaring_bitmap_free(bm);
+        bm = NULL;
+        if ((rc = em_focus_stacks(r, ignore, &bm)) == EMBER_OK)
+            keep_apply(keep, nstacks, bm, true);
+        else
+            em_err_prefix(rc, "ignore");
+    }
+    if (bm != NULL)
+        roaring_bitmap_free(bm);
+    if (rc != EMBER_OK) {
+        em_free(keep);
+        return rc;
+    }
+    *out = keep;
+    return EMBER_OK;
+}
+
+/* ANDs the selector's own series ids into the query's series. */
+static int series_restrict(const ember_selector *sel, query *q)
+{
+    roaring_bitmap_t *ids;
+
+    if (sel == NULL || sel->series == NULL)
+        return EMBER_OK;
+    ids = roaring_bitmap_of_ptr(sel->nseries, sel->series);
+    if (ids == NULL)
+        return em_err(EMBER_ENOMEM, "selector: %zu series ids", sel->nseries);
+    roaring_bitmap_and_inplace(q->series, ids);
+    roaring_bitmap_free(ids);
+    return EMBER_OK;
+}
+
+/* Starts a query on R (NULL: a snapshot of its own). KEEP, when not NULL,
+** is a bitset the caller made for SEL's focus and ignore already. */
+static int query_begin_on(ember_db *db, em_rtxn *r, const ember_selector *sel,
+                          const uint64_t *keep, query *q)
 {
     int rc;
 
     memset(q, 0, sizeof *q);
     em_err_clear();
-    if (db == NULL)
+    if (db == NULL && r == NULL)
         return em_err(EMBER_EINVAL, "NULL database");
     rc = em_selector_check(sel);
+    if (rc == EMBER_OK && r == NULL) {
+        rc = em_rtxn_begin(db, &q->own);
+        r = &q->own;
+    }
+    q->r = r;
     if (rc == EMBER_OK)
-        rc = em_rtxn_begin(db, &q->r);
+        rc = em_select_series(r, sel, &q->series);
     if (rc == EMBER_OK)
-        rc = em_select_series(&q->r, sel, &q->series);
-    if (rc == EMBER_OK && sel != NULL && sel->focus != NULL)
-        rc = em_focus_stacks(&q->r, sel->focus, &q->focus);
+        rc = series_restrict(sel, q);
+    if (rc == EMBER_OK && keep == NULL && sel != NULL)
+        rc = keep_build(r, sel->focus, sel->ignore, &q->own_keep);
+    q->keep = keep != NULL ? keep : q->own_keep;
     range_of(sel, &q->from, &q->to);
     if (rc != EMBER_OK)
         query_end(q);
     return rc;
+}
+
+static int query_begin(ember_db *db, const ember_selector *sel, query *q)
+{
+    return query_begin_on(db, NULL, sel, NULL, q);
 }
 
 /* Marks which profiles of C fall in [from, to]; returns how many. */
@@ -201,6 +308,7 @@ typedef struct merge_acc {
     merge_span span;                /* valid once nprofiles > 0 */
     span_key *keys;                 /* per profile merged, for duration */
     size_t nkeys, cap_keys;
+    size_t nstacks;                 /* of the snapshot: sum's length */
 } merge_acc;
 
 static int merge_scratch(merge_acc *m, uint32_t n)
@@ -313,7 +421,7 @@ static int merge_chunk(void *ctx, uint32_t series, const em_chunk *c)
     if (n == 0)
         return EMBER_OK;
     for (uint32_t i = 0; i < c->h.nstacks; i++)
-        if (q->focus == NULL || roaring_bitmap_contains(q->focus, c->stacks[i]))
+        if (query_keeps(q, c->stacks[i]))
             merge_stack(m, c, i, whole ? NULL : m->in);
     if ((rc = merge_span_add(m, c, whole ? NULL : m->in)) != EMBER_OK)
         return rc;
@@ -324,11 +432,56 @@ static int merge_chunk(void *ctx, uint32_t series, const em_chunk *c)
     return EMBER_OK;
 }
 
-/* Turns the accumulator into the result, in stack order. */
-static int merge_finish(merge_acc *m, size_t nstacks, ember_merged **out)
+/* Sizes an empty accumulator for NSTACKS stack ids. */
+static int merge_acc_init(merge_acc *m, size_t nstacks)
+{
+    memset(m, 0, sizeof *m);
+    m->span = (merge_span){ INT64_MAX, INT64_MIN, 0, INT64_MIN };
+    m->nstacks = nstacks;
+    m->sum = em_calloc(nstacks + 1, sizeof *m->sum);
+    m->seen = em_calloc(nstacks / 64 + 1, sizeof *m->seen);
+    if (m->sum == NULL || m->seen == NULL)
+        return em_err(EMBER_ENOMEM, "merge: %zu stacks", nstacks);
+    return EMBER_OK;
+}
+
+/* Empties M for the next merge, touching only the stacks it summed. */
+static void merge_acc_reset(merge_acc *m)
+{
+    for (size_t w = 0; w < (m->nstacks + 63) / 64; w++) {
+        for (uint64_t bits = m->seen[w]; bits != 0; bits &= bits - 1)
+            m->sum[w * 64 + (size_t)__builtin_ctzll(bits)] = 0;
+        m->seen[w] = 0;
+    }
+    m->nseries = m->nprofiles = 0;
+    m->nkeys = 0;
+    m->span = (merge_span){ INT64_MAX, INT64_MIN, 0, INT64_MIN };
+}
+
+static void merge_acc_free(merge_acc *m)
+{
+    em_free(m->sum);
+    em_free(m->seen);
+    em_free(m->in);
+    em_free(m->keys);
+}
+
+/* Adds what Q selects to M. */
+static int merge_acc_run(merge_acc *m, query *q)
+{
+    scan s = { q->r, q->from, q->to, EM_COL_TIMES | EM_COL_SAMPLES,
+               merge_chunk, m };
+
+    m->q = q;
+    m->last_series = UINT32_MAX;
+    return scan_all(&s, q->series);
+}
+
+/* Turns the accumulator into the result, in stack order, and empties it. */
+static int merge_finish(merge_acc *m, ember_merged **out)
 {
     ember_merged *r = em_calloc(1, sizeof *r);
-    size_t n = 0, k = 0;
+    size_t nstacks = m->nstacks, n = 0, k = 0;
 
     for (size_t w = 0; w < (nstacks + 63) / 64; w++)
         n += (size_t)__builtin_popcountll(m->seen[w]);
@@ -338,6 +491,7 @@ static int merge_finish(merge_acc *m, size_t nstacks, ember_merged **out)
     }
     if (r == NULL || r->stacks == NULL || r->values == NULL) {
         ember_merged_free(r);
+        merge_acc_reset(m);
         return em_err(EMBER_ENOMEM, "merge result of %zu stacks", n);
     }
     for (size_t w = 0; w < (nstacks + 63) / 64; w++)
@@ -353,6 +507,7 @@ static int merge_finish(merge_acc *m, size_t nstacks, ember_merged **out)
         r->span = m->span;
         r->span.duration_ns = merge_span_duration(m);
     }
+    merge_acc_reset(m);
     *out = r;
     return EMBER_OK;
 }
@@ -362,7 +517,6 @@ EMBER_API int ember_merge(ember_db *db, const ember_selector *sel,
 {
     merge_acc m;
     query q;
-    size_t nstacks;
     int rc;
 
     if (out == NULL)
@@ -371,27 +525,42 @@ EMBER_API int ember_merge(ember_db *db, const ember_selector *sel,
     rc = query_begin(db, sel, &q);
     if (rc != EMBER_OK)
         return rc;
-    memset(&m, 0, sizeof m);
-    m.q = &q;
-    m.span = (merge_span){ INT64_MAX, INT64_MIN, 0, INT64_MIN };
-    nstacks = q.r.next[EM_T_STACK];
-    m.sum = em_calloc(nstacks + 1, sizeof *m.sum);
-    m.seen = em_calloc(nstacks / 64 + 1, sizeof *m.seen);
-    if (m.sum == NULL || m.seen == NULL)
-        rc = em_err(EMBER_ENOMEM, "merge: %zu stacks", nstacks);
-    if (rc == EMBER_OK) {
-        scan s = { &q.r, q.from, q.to, EM_COL_TIMES | EM_COL_SAMPLES,
-                   merge_chunk, &m };
-        rc = scan_all(&s, q.series);
-    }
+    rc = merge_acc_init(&m, q.r->next[EM_T_STACK]);
     if (rc == EMBER_OK)
-        rc = merge_finish(&m, nstacks, out);
-    em_free(m.sum);
-    em_free(m.seen);
-    em_free(m.in);
-    em_free(m.keys);
+        rc = merge_acc_run(&m, &q);
+    if (rc == EMBER_OK)
+        rc = merge_finish(&m, out);
+    merge_acc_free(&m);
     query_end(&q);
     return rc;
+}
+
+int em_merged_make(const uint32_t *stacks, const int64_t *values, size_t n,
+                   const ember_merged *span_of, ember_merged **out)
+{
+    ember_merged *r = em_calloc(1, sizeof *r);
+
+    *out = NULL;
+    if (r != NULL) {
+        r->stacks = em_malloc(n * sizeof *r->stacks + 1);
+        r->values = em_malloc(n * sizeof *r->values + 1);
+    }
+    if (r == NULL || r->stacks == NULL || r->values == NULL) {
+        ember_merged_free(r);
+        return em_err(EMBER_ENOMEM, "merged profile of %zu stacks", n);
+    }
+    if (n > 0) {
+        memcpy(r->stacks, stacks, n * sizeof *stacks);
+        memcpy(r->values, values, n * sizeof *values);
+    }
+    r->n = n;
+    if (span_of != NULL) {
+        r->nseries = span_of->nseries;
+        r->nprofiles = span_of->nprofiles;
+        r->span = span_of->span;
+    }
+    *out = r;
+    return EMBER_OK;
 }
 
 EMBER_API size_t ember_merged_samples(const ember_merged *m,
@@ -451,6 +620,7 @@ struct ember_totals {
     tot_series *s;
     size_t ns, scap;
     int64_t *times, *values;
+    int64_t *durations;             /* each profile's duration_ns */
     size_t np, pcap;
 };
 
@@ -462,19 +632,18 @@ typedef struct tot_acc {
 static int tot_reserve(ember_totals *t, size_t np)
 {
     size_t cap = t->pcap ? t->pcap : 256;
-    int64_t *a, *b;
+    int64_t **arrays[3] = { &t->times, &t->values, &t->durations };
 
     if (t->np + np <= t->pcap)
         return EMBER_OK;
     while (cap < t->np + np)
         cap *= 2;
-    a = em_realloc(t->times, cap * sizeof *a);
-    if (a != NULL)
-        t->times = a;
-    b = a != NULL ? em_realloc(t->values, cap * sizeof *b) : NULL;
-    if (b == NULL)
-        return em_err(EMBER_ENOMEM, "totals: %zu points", cap);
-    t->values = b;
+    for (int i = 0; i < 3; i++) {
+        int64_t *a = em_realloc(*arrays[i], cap * sizeof *a);
+        if (a == NULL)
+            return em_err(EMBER_ENOMEM, "totals: %zu points", cap);
+        *arrays[i] = a;
+    }
     t->pcap = cap;
     return EMBER_OK;
 }
@@ -497,12 +666,12 @@ static int tot_series_start(ember_totals *t, uint32_t series)
     return EMBER_OK;
 }
 
-/* Per-profile sums over the focus stacks only. */
+/* Per-profile sums over the stacks kept (focus, ignore) only. */
 static void tot_focus(const query *q, const em_chunk *c, int64_t *sums)
 {
     memset(sums, 0, c->h.nprofiles * sizeof *sums);
     for (uint32_t i = 0; i < c->h.nstacks; i++) {
-        if (!roaring_bitmap_contains(q->focus, c->stacks[i]))
+        if (!query_keeps(q, c->stacks[i]))
             continue;
         for (uint64_t j = c->stack_start[i]; j < c->stack_start[i + 1]; j++)
             sums[c->sample_profile[j]] = em_add_wrap(
@@ -521,7 +690,7 @@ static int tot_chunk(void *ctx, uint32_t series, const em_chunk *c)
         rc = tot_reserve(t, c->h.nprofiles);
     if (rc != EMBER_OK)
         return rc;
-    if (a->q->focus != NULL) {
+    if (a->q->keep != NULL) {
         tot_focus(a->q, c, t->values + t->np);
         vals = t->values + t->np;
     }
@@ -529,6 +698,7 @@ static int tot_chunk(void *ctx, uint32_t series, const em_chunk *c)
         if (c->time_ms[p] < a->q->from || c->time_ms[p] > a->q->to)
             continue;
         t->times[t->np] = c->time_ms[p];
+        t->durations[t->np] = c->duration_ns[p];
         t->values[t->np++] = vals[p];   /* in place: np <= p's slot */
         t->s[t->ns - 1].n++;
     }
@@ -540,26 +710,52 @@ static int tot_sort(ember_totals *t)
 {
     for (size_t i = 0; i < t->ns; i++) {
         int64_t *ts = t->times + t->s[i].off, *vs = t->values + t->s[i].off;
+        int64_t *ds = t->durations + t->s[i].off;
         for (size_t j = 1; j < t->s[i].n; j++) {     /* nearly sorted */
-            int64_t tj = ts[j], vj = vs[j];
+            int64_t tj = ts[j], vj = vs[j], dj = ds[j];
             size_t k = j;
             for (; k > 0 && ts[k - 1] > tj; k--) {
                 ts[k] = ts[k - 1];
                 vs[k] = vs[k - 1];
+                ds[k] = ds[k - 1];
             }
             ts[k] = tj;
             vs[k] = vj;
+            ds[k] = dj;
         }
     }
+    return EMBER_OK;
+}
+
+/* Runs a totals question Q into a new *OUT. */
+static int totals_run(query *q, ember_totals **out)
+{
+    ember_totals *t = em_calloc(1, sizeof *t);
+    tot_acc a = { q, t };
+    int rc = EMBER_OK;
+
+    if (t == NULL)
+        return em_err(EMBER_ENOMEM, "totals");
+    if (rc == EMBER_OK) {
+        scan s = { q->r, q->from, q->to,
+                   EM_COL_TIMES | (q->keep ? EM_COL_SAMPLES : EM_COL_TOTALS),
+                   tot_chunk, &a };
+        rc = scan_all(&s, q->series);
+    }
+    if (rc == EMBER_OK)
+        rc = tot_sort(t);
+    if (rc != EMBER_OK) {
+        ember_totals_free(t);
+        return rc;
+    }
+    *out = t;
     return EMBER_OK;
 }
 
 EMBER_API int ember_totals_get(ember_db *db, const ember_selector *sel,
                                ember_totals **out)
 {
-    ember_totals *t;
     query q;
-    tot_acc a;
     int rc;
 
     if (out == NULL)
@@ -568,26 +764,9 @@ EMBER_API int ember_totals_get(ember_db *db, const ember_selector *sel,
     rc = query_begin(db, sel, &q);
     if (rc != EMBER_OK)
         return rc;
-    t = em_calloc(1, sizeof *t);
-    if (t == NULL)
-        rc = em_err(EMBER_ENOMEM, "totals");
-    if (rc == EMBER_OK) {
-        scan s = { &q.r, q.from, q.to,
-                   EM_COL_TIMES | (q.focus ? EM_COL_SAMPLES : EM_COL_TOTALS),
-                   tot_chunk, &a };
-        a.q = &q;
-        a.t = t;
-        rc = scan_all(&s, q.series);
-    }
-    if (rc == EMBER_OK)
-        rc = tot_sort(t);
+    rc = totals_run(&q, out);
     query_end(&q);
-    if (rc != EMBER_OK) {
-        ember_totals_free(t);
-        return rc;
-    }
-    *out = t;
-    return EMBER_OK;
+    return rc;
 }
 
 EMBER_API size_t ember_totals_count(const ember_totals *t)
@@ -618,6 +797,7 @@ EMBER_API void ember_totals_free(ember_totals *t)
     em_free(t->s);
     em_free(t->times);
     em_free(t->values);
+    em_free(t->durations);
     em_free(t);
 }
 
@@ -702,7 +882,7 @@ static int order_cmp(const void *a, const void *b)
 /* Loads the next series with something in range; EMBER_DONE at the end. */
 static int iter_load(struct ember_iter *it)
 {
-    scan s = { &it->q.r, it->q.from, it->q.to, EM_COL_ALL, iter_chunk, it };
+    scan s = { it->q.r, it->q.from, it->q.to, EM_COL_ALL, iter_chunk, it };
     int rc = EMBER_OK;
 
     iter_series_clear(&it->cur);
@@ -759,7 +939,7 @@ EMBER_API int ember_iter_next(ember_iter *it, ember_point *p)
             if (it->k < cp->n) {
                 uint32_t st = cp->stacks[it->k];
                 int64_t v = cp->values[it->k++];
-                if (it->q.focus && !roaring_bitmap_contains(it->q.focus, st))
+                if (!query_keeps(&it->q, st))
                     continue;
                 p->series = it->sids[it->si - 1];
                 p->time_ms = cp->time_ms;
@@ -787,4 +967,263 @@ EMBER_API void ember_iter_free(ember_iter *it)
     em_free(it->sids);
     query_end(&it->q);
     em_free(it);
+}
+
+/* ---- the query layer's reader ------------------------------------------------------ */
+
+struct em_reader {
+    ember_snapshot *snap;
+    em_rtxn *r;                     /* the snapshot's txn */
+    merge_acc m;                    /* made on the first merge */
+    bool m_ready;
+    char *focus, *ignore;           /* what keep was made for */
+    uint64_t *keep;
+    bool keep_valid;
+};
+
+int em_reader_open(ember_db *db, em_reader **out)
+{
+    em_reader *rd;
+    int rc;
+
+    *out = NULL;
+    em_err_clear();
+    if (db == NULL)
+        return em_err(EMBER_EINVAL, "NULL database");
+    rd = em_calloc(1, sizeof *rd);
+    if (rd == NULL)
+        return em_err(EMBER_ENOMEM, "reader");
+    rc = ember_snapshot_begin(db, &rd->snap);
+    if (rc != EMBER_OK) {
+        em_free(rd);
+        return rc;
+    }
+    rd->r = em_snapshot_rtxn(rd->snap);
+    *out = rd;
+    return EMBER_OK;
+}
+
+void em_reader_close(em_reader *rd)
+{
+    if (rd == NULL)
+        return;
+    if (rd->m_ready)
+        merge_acc_free(&rd->m);
+    em_free(rd->focus);
+    em_free(rd->ignore);
+    em_free(rd->keep);
+    ember_snapshot_end(rd->snap);
+    em_free(rd);
+}
+
+ember_snapshot *em_reader_snapshot(em_reader *rd)
+{
+    return rd->snap;
+}
+
+static bool str_same(const char *a, const char *b)
+{
+    return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+/* The keep bitset of SEL's focus and ignore, made once for a run of
+** questions that share them (the groups of a merge by). */
+static int reader_keep(em_reader *rd, const ember_selector *sel,
+                       const uint64_t **keep)
+{
+    const char *focus = sel != NULL ? sel->focus : NULL;
+    const char *ignore = sel != NULL ? sel->ignore : NULL;
+    char *f = NULL, *g = NULL;
+    uint64_t *k = NULL;
+    int rc;
+
+    if (!rd->keep_valid || !str_same(focus, rd->focus) ||
+        !str_same(ignore, rd->ignore)) {
+        if ((focus != NULL && (f = em_strdup(focus)) == NULL) ||
+            (ignore != NULL && (g = em_strdup(ignore)) == NULL)) {
+            em_free(f);
+            return em_err(EMBER_ENOMEM, "focus");
+        }
+        if ((rc = keep_build(rd->r, focus, ignore, &k)) != EMBER_OK) {
+            em_free(f);
+            em_free(g);
+            return rc;
+        }
+        em_free(rd->focus);
+        em_free(rd->ignore);
+        em_free(rd->keep);
+        rd->focus = f;
+        rd->ignore = g;
+        rd->keep = k;
+        rd->keep_valid = true;
+    }
+    *keep = rd->keep;
+    return EMBER_OK;
+}
+
+/* Starts a question on the reader's snapshot. */
+static int reader_query(em_reader *rd, const ember_selector *sel, query *q)
+{
+    const uint64_t *keep = NULL;
+    int rc;
+
+    memset(q, 0, sizeof *q);
+    rc = em_selector_check(sel);
+    if (rc == EMBER_OK)
+        rc = reader_keep(rd, sel, &keep);
+    if (rc != EMBER_OK)
+        return rc;
+    return query_begin_on(NULL, rd->r, sel, keep, q);
+}
+
+int em_reader_merge_add(em_reader *rd, const ember_selector *sel)
+{
+    query q;
+    int rc;
+
+    if (!rd->m_ready) {
+        rc = merge_acc_init(&rd->m, rd->r->next[EM_T_STACK]);
+        if (rc != EMBER_OK) {
+            merge_acc_free(&rd->m);
+            return rc;
+        }
+        rd->m_ready = true;
+    }
+    rc = reader_query(rd, sel, &q);
+    if (rc != EMBER_OK)
+        return rc;
+    rc = merge_acc_run(&rd->m, &q);
+    query_end(&q);
+    if (rc != EMBER_OK)
+        merge_acc_reset(&rd->m);
+    return rc;
+}
+
+int em_reader_merge_take(em_reader *rd, ember_merged **out)
+{
+    int rc;
+
+    *out = NULL;
+    if (!rd->m_ready) {             /* nothing added: an empty merge */
+        if ((rc = merge_acc_init(&rd->m, rd->r->next[EM_T_STACK])) !=
+            EMBER_OK) {
+            merge_acc_free(&rd->m);
+            return rc;
+        }
+        rd->m_ready = true;
+    }
+    return merge_finish(&rd->m, out);
+}
+
+int em_reader_totals(em_reader *rd, const ember_selector *sel,
+                     ember_totals **out)
+{
+    query q;
+    int rc;
+
+    *out = NULL;
+    rc = reader_query(rd, sel, &q);
+    if (rc != EMBER_OK)
+        return rc;
+    rc = totals_run(&q, out);
+    query_end(&q);
+    return rc;
+}
+
+const int64_t *em_totals_durations(const ember_totals *t, size_t i)
+{
+    return t != NULL && i < t->ns ? t->durations + t->s[i].off : NULL;
+}
+
+/* String ID of the snapshot as a C string (records end with a NUL). */
+static int reader_str(em_reader *rd, uint32_t id, const char **out)
+{
+    const uint8_t *str;
+    size_t len;
+    int rc = em_table_get(rd->r->txn, rd->r->db, EM_T_STRING, id, &str,
+                          &len);
+
+    if (rc == EMBER_ENOTFOUND)
+        rc = EM_CORRUPT("a series names missing string %u", id);
+    *out = (const char *)str;
+    return rc;
+}
+
+/* Decodes series ID into V, its labels appended to S's label storage. */
+static int reader_series_one(em_reader *rd, uint32_t id, em_series_set *s,
+                             size_t *cap, em_series_info *v)
+{
+    em_series_rec rec;
+    const uint8_t *p;
+    size_t len;
+    int rc = em_table_get(rd->r->txn, rd->r->db, EM_T_SERIES, id, &p, &len);
+
+    if (rc == EMBER_OK)
+        rc = em_series_decode(p, len, &rec);
+    if (rc != EMBER_OK)
+        return em_err_prefix(rc, "series %u", id);
+    if (s->nlabels + rec.nlabels > *cap) {
+        size_t c = *cap ? *cap * 2 : 256;
+        ember_label *l;
+        while (c < s->nlabels + rec.nlabels)
+            c *= 2;
+        if ((l = em_realloc(s->labels, c * sizeof *l)) == NULL)
+            return em_err(EMBER_ENOMEM, "series: %zu labels", c);
+        s->labels = l;
+        *cap = c;
+    }
+    v->id = id;
+    v->nlabels = rec.nlabels;
+    v->first = s->nlabels;
+    rc = reader_str(rd, rec.type, &v->type);
+    for (uint32_t i = 0; i < rec.nlabels && rc == EMBER_OK; i++) {
+        ember_label *l = &s->labels[s->nlabels++];
+        rc = reader_str(rd, rec.names[i], &l->name);
+        if (rc == EMBER_OK)
+            rc = reader_str(rd, rec.values[i], &l->value);
+    }
+    return rc;
+}
+
+int em_reader_series(em_reader *rd, const ember_selector *sel,
+                     em_series_set *out)
+{
+    roaring_bitmap_t *ids = NULL;
+    roaring_uint32_iterator_t it;
+    query q = { .r = rd->r };
+    size_t cap = 0;
+    int rc;
+
+    memset(out, 0, sizeof *out);
+    rc = em_selector_check(sel);
+    if (rc == EMBER_OK)
+        rc = em_select_series(rd->r, sel, &q.series);
+    if (rc == EMBER_OK)
+        rc = series_restrict(sel, &q);
+    ids = q.series;
+    if (rc == EMBER_OK) {
+        out->n = (size_t)roaring_bitmap_get_cardinality(ids);
+        out->v = em_calloc(out->n + 1, sizeof *out->v);
+        if (out->v == NULL)
+            rc = em_err(EMBER_ENOMEM, "series: %zu", out->n);
+    }
+    if (rc == EMBER_OK)
+        roaring_init_iterator(ids, &it);
+    for (size_t i = 0; rc == EMBER_OK && it.has_value;
+         i++, roaring_advance_uint32_iterator(&it))
+        rc = reader_series_one(rd, it.current_value, out, &cap, &out->v[i]);
+    for (size_t i = 0; rc == EMBER_OK && i < out->n; i++)
+        out->v[i].labels = out->labels + out->v[i].first;
+    if (ids != NULL)
+        roaring_bitmap_free(ids);
+    if (rc != EMBER_OK)
+        em_series_set_free(out);
+    return rc;
+}
+
+void em_series_set_free(em_series_set *s)
+{
+    em_free(s->v);
+    em_free(s->labels);
+    memset(s, 0, sizeof *s);
 }

@@ -217,6 +217,12 @@ int em_select_series(em_rtxn *r, const ember_selector *sel,
 /* The stacks through any function whose name matches REGEX. */
 int em_focus_stacks(em_rtxn *r, const char *regex, roaring_bitmap_t **out);
 
+/* ---- meta.c ---------------------------------------------------------------- */
+
+/* The read txn behind snapshot S, for the engine's own reads on it (the
+** query layer's em_reader, engine/read.c). */
+em_rtxn *em_snapshot_rtxn(ember_snapshot *s);
+
 /* ---- chunk keys (write.c, read.c) ------------------------------------------ */
 
 #define EM_CHUNK_KEY_LEN 16

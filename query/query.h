@@ -312,19 +312,24 @@ typedef struct em_top_opts {
                                 ** "auto": each value scaled on its own);
                                 ** NULL or "minimum": one unit for the
                                 ** report, picked as pprof does by default */
+    bool color;                 /* diffs: the change in red (growth) or
+                                ** green (shrinking), ANSI */
 } em_top_opts;
 
 /* `go tool pprof -top` with granularity=functions over P: flat(f) sums the
 ** samples whose leaf frame is f, cum(f) the samples where f appears, once per
 ** sample however often it recurses; rows sorted by |flat| (or |cum|)
 ** descending then name; percentages of the sum of |values|. OPTS may be
-** NULL (flat sort, all rows, no trimming). EMBER_OK, ENOMEM or EIO. */
+** NULL (flat sort, all rows, no trimming). A diff profile (P->diff) gets
+** base, target, change and change% columns sorted by |change|
+** (render_top.c). EMBER_OK, ENOMEM or EIO. */
 int em_render_top(FILE *f, const em_rprofile *p, const em_top_opts *opts);
 
 /* One line per distinct stack, `root;...;leaf VALUE`, outermost caller
 ** first, lines sorted bytewise, stacks with equal text summed and those
 ** summing to 0 left out. The empty stack is written "<empty>". In names,
 ** ';' becomes '_' and control characters ' ' so every line parses back.
+** A diff profile writes `stack BASE TARGET` (difffolded.pl's format).
 ** EMBER_OK, ENOMEM or EIO. */
 int em_render_collapsed(FILE *f, const em_rprofile *p);
 
@@ -372,6 +377,8 @@ struct ember_result {
                                 ** uses as its default row limit; 0: none */
     int64_t from_ms, to_ms;     /* the range the query was evaluated over */
     int64_t step_ms;            /* series bucketing; 0: none */
+    ember_frame *frames;        /* ember_result_stack's scratch, owned */
+    size_t cap_frames;
 };
 
 /* Frees everything R owns and R itself. NULL: no-op. */

@@ -11,6 +11,15 @@
 ** output is the same for the same data whatever the stack ids. Lines that
 ** sum to zero are left out. The text of all lines is built in one buffer
 ** and sorted through an index of (offset, length) entries.
+**
+** A diff profile is written in the differential folded format that
+** flamegraph.pl's difffolded.pl writes and flamegraph.pl reads, two
+** values per line, BASE then TARGET:
+**
+**     root;caller;leaf 120 95
+**
+** summed per distinct line like single values; lines whose two sums are
+** both 0 are left out.
 */
 #include <inttypes.h>
 #include <stdio.h>
@@ -21,6 +30,7 @@
 typedef struct line {
     size_t off, len;            /* its text in the shared buffer */
     int64_t value;
+    int64_t base;               /* diffs: the BASE value */
 } line;
 
 /* The buffer qsort's comparator reads: qsort takes no context argument. A
@@ -75,11 +85,12 @@ static int lines_build(const em_rprofile *p, em_buf *text, line *lines,
     for (size_t i = 0; i < p->nstacks; i++) {
         const em_rstack *s = &p->stacks[i];
         size_t off = text->len;
-        if (s->value == 0)
+        if (s->value == 0 && (!p->diff || s->base == 0))
             continue;
         if ((rc = put_stack(text, p, s)) != EMBER_OK)
             return rc;
-        lines[(*n)++] = (line){ off, text->len - off, s->value };
+        lines[(*n)++] = (line){ off, text->len - off, s->value,
+                                p->diff ? s->base : 0 };
     }
     return EMBER_OK;
 }
@@ -92,11 +103,14 @@ static size_t lines_merge(const char *text, line *lines, size_t n)
     for (size_t i = 0; i < n; i++) {
         if (out > 0 && lines[out - 1].len == lines[i].len &&
             memcmp(text + lines[out - 1].off, text + lines[i].off,
-                   lines[i].len) == 0)
+                   lines[i].len) == 0) {
             lines[out - 1].value = em_add_wrap(lines[out - 1].value,
                                                lines[i].value);
-        else
+            lines[out - 1].base = em_add_wrap(lines[out - 1].base,
+                                              lines[i].base);
+        } else {
             lines[out++] = lines[i];
+        }
     }
     return out;
 }
@@ -119,10 +133,14 @@ int em_render_collapsed(FILE *f, const em_rprofile *p)
         n = lines_merge((const char *)text.p, lines, n);
     }
     for (size_t i = 0; rc == EMBER_OK && i < n; i++) {
-        if (lines[i].value == 0)
+        if (lines[i].value == 0 && lines[i].base == 0)
             continue;
         fwrite(text.p + lines[i].off, 1, lines[i].len, f);
-        fprintf(f, " %" PRId64 "\n", lines[i].value);
+        if (p->diff)
+            fprintf(f, " %" PRId64 " %" PRId64 "\n", lines[i].base,
+                    lines[i].value);
+        else
+            fprintf(f, " %" PRId64 "\n", lines[i].value);
     }
     if (rc == EMBER_OK && ferror(f))
         rc = em_err(EMBER_EIO, "collapsed: write failed");

@@ -23,11 +23,28 @@
 **   "name (inline)", some of them "name (partial-inline)".
 ** - One output unit for the whole report (pprof's "minimum" unit), unless
 **   the caller names one (pprof's -unit), which every value is printed in.
+**
+** A diff profile (p->diff) gets its own table, one row per function:
+**
+**     Type: cpu
+**     Diff: base 1.56s, target 1.80s, change +0.24s (+15.38%)
+**     Showing 3 of 3 functions, sorted by |flat change|
+**       base flat target flat      change  change%  function
+**           1.20s       1.50s      +0.30s  +25.00%  work
+**
+** base and target are the function's flat values on each side (with
+** cum_sort: its cum values, as pprof counts them, and the sort is by |cum
+** change|); change is target - base; change% is change relative to the
+** base value ("new" when the base is 0). Rows sort by |change| descending,
+** then name; functions whose shown value is 0 on both sides are left out;
+** limit keeps the first rows; node and edge fractions do not apply. Each
+** value is scaled to its own unit unless the caller names one. With
+** color, change and change% are red for growth and green for shrinking.
 */
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "query/query_int.h"
+#include "query/render_int.h"
 
 typedef struct top_edge {
     uint32_t src, dst;          /* caller and callee name ids */
@@ -333,6 +350,144 @@ static int trim_nodes(top *t, int64_t cut, size_t *dropped)
     return *dropped > 0 ? graph_keep(t, n) : EMBER_OK;
 }
 
+/* ---- diffs ------------------------------------------------------------------------ */
+
+/* A diff's function: flat and cum on each side (pprof's semantics on each
+** side: cum once per stack however often the function recurses). */
+typedef struct diff_fn {
+    int64_t flat_base, flat, cum_base, cum;
+    size_t seen;                /* stamp of its last stack */
+} diff_fn;
+
+typedef struct diff_row {
+    const char *name;
+    int64_t base, target;       /* flat or cum, as sorted */
+} diff_row;
+
+static void diff_stack(diff_fn *fns, const em_rprofile *p,
+                       const em_rstack *s, size_t stamp)
+{
+    const em_rframe *fr = p->frames + s->first;
+
+    if (s->nframes > 0) {
+        diff_fn *leaf = &fns[fr[0].fn];
+        leaf->flat_base = em_add_wrap(leaf->flat_base, s->base);
+        leaf->flat = em_add_wrap(leaf->flat, s->value);
+    }
+    for (size_t i = 0; i < s->nframes; i++) {
+        diff_fn *d = &fns[fr[i].fn];
+        if (d->seen == stamp)
+            continue;
+        d->seen = stamp;
+        d->cum_base = em_add_wrap(d->cum_base, s->base);
+        d->cum = em_add_wrap(d->cum, s->value);
+    }
+}
+
+static int diff_row_cmp(const void *a, const void *b)
+{
+    const diff_row *x = a, *y = b;
+    int c = cmp_u64_desc(em_abs64(em_sub_wrap(x->target, x->base)),
+                         em_abs64(em_sub_wrap(y->target, y->base)));
+    return c != 0 ? c : strcmp(x->name, y->name);
+}
+
+/* The rows with a non-zero side, sorted by |change|; *N gets their count. */
+static diff_row *diff_rows(const em_rprofile *p, const diff_fn *fns,
+                           bool cum, size_t *n)
+{
+    diff_row *rows = em_calloc(p->names.count == 0 ? 1 : p->names.count,
+                               sizeof *rows);
+
+    *n = 0;
+    if (rows == NULL)
+        return NULL;
+    for (uint32_t fn = 0; fn < p->names.count; fn++) {
+        int64_t b = cum ? fns[fn].cum_base : fns[fn].flat_base;
+        int64_t t = cum ? fns[fn].cum : fns[fn].flat;
+        if (b != 0 || t != 0)
+            rows[(*n)++] = (diff_row){ em_strtab_get(&p->names, fn), b, t };
+    }
+    if (*n > 1)
+        qsort(rows, *n, sizeof *rows, diff_row_cmp);
+    return rows;
+}
+
+static void diff_print(FILE *f, const em_rprofile *p, const em_top_opts *o,
+                       const diff_row *rows, size_t shown, size_t n,
+                       const char *out)
+{
+    char a[EM_VALUE_MAX], b[EM_VALUE_MAX], c[EM_VALUE_MAX], pct[24];
+    const char *kind = o->cum_sort ? "cum" : "flat";
+    char hb[16], ht[16];
+    int64_t base = 0, target = 0;
+
+    for (size_t i = 0; i < p->nstacks; i++) {
+        base = em_add_wrap(base, p->stacks[i].base);
+        target = em_add_wrap(target, p->stacks[i].value);
+    }
+    if (p->sample_type[0] != '\0')
+        fprintf(f, "Type: %s\n", p->sample_type);
+    fprintf(f, "Diff: base %s, target %s, change %s (%s)\n",
+            em_format_value_as(base, p->unit, out, a),
+            em_format_value_as(target, p->unit, out, b),
+            em_render_signed(em_sub_wrap(target, base), p->unit, out, c),
+            em_render_change_pct(em_sub_wrap(target, base), base, pct));
+    fprintf(f, "Showing %zu of %zu functions, sorted by |%s change|\n",
+            shown, n, kind);
+    snprintf(hb, sizeof hb, "base %s", kind);
+    snprintf(ht, sizeof ht, "target %s", kind);
+    fprintf(f, "%11s %11s %11s %8s  %s\n", hb, ht, "change", "change%",
+            "function");
+    for (size_t i = 0; i < shown; i++) {
+        int64_t ch = em_sub_wrap(rows[i].target, rows[i].base);
+        bool paint = o->color && ch != 0;
+        fprintf(f, "%11s %11s %s%11s %8s%s  ",
+                em_format_value_as(rows[i].base, p->unit, out, a),
+                em_format_value_as(rows[i].target, p->unit, out, b),
+                paint ? (ch > 0 ? EM_SGR_RED : EM_SGR_GREEN) : "",
+                em_render_signed(ch, p->unit, out, c),
+                em_render_change_pct(ch, rows[i].base, pct),
+                paint ? EM_SGR_RESET : "");
+        em_render_name(f, rows[i].name);
+        fputc('\n', f);
+    }
+}
+
+/* The top of a diff profile: see the file comment of em_render_top. */
+static int diff_top(FILE *f, const em_rprofile *p, const em_top_opts *o)
+{
+    diff_fn *fns = em_calloc(p->names.count == 0 ? 1 : p->names.count,
+                             sizeof *fns);
+    diff_row *rows = NULL;
+    size_t n = 0, shown;
+    const char *out;
+    int rc = EMBER_OK;
+
+    for (size_t i = 0; fns != NULL && i < p->nstacks; i++) {
+        const em_rstack *s = &p->stacks[i];
+        if (s->value != 0 || s->base != 0)
+            diff_stack(fns, p, s, i + 1);
+    }
+    if (fns == NULL || (rows = diff_rows(p, fns, o->cum_sort, &n)) == NULL) {
+        rc = em_err(EMBER_ENOMEM, "top: %u functions", p->names.count);
+        goto out;
+    }
+    shown = o->limit > 0 && o->limit < n ? o->limit : n;
+    /* each value scaled on its own: changes span many magnitudes */
+    out = o->unit != NULL && strcmp(o->unit, "minimum") != 0 ? o->unit :
+          "auto";
+    diff_print(f, p, o, rows, shown, n, out);
+    if (ferror(f))
+        rc = em_err(EMBER_EIO, "top: write failed");
+out:
+    em_free(fns);
+    em_free(rows);
+    return rc;
+}
+
+/* ---- the entry point ------------------------------------------------------------- */
+
 int em_render_top(FILE *f, const em_rprofile *p, const em_top_opts *opts)
 {
     em_top_opts o = { .sz = sizeof o };
@@ -344,6 +499,8 @@ int em_render_top(FILE *f, const em_rprofile *p, const em_top_opts *opts)
 
     if (opts != NULL)
         memcpy(&o, opts, opts->sz < sizeof o ? opts->sz : sizeof o);
+    if (p->diff)
+        return diff_top(f, p, &o);
     for (size_t i = 0; i < p->nstacks; i++)
         pr.total = em_add_wrap(pr.total, (int64_t)em_abs64(p->stacks[i].value));
     drop_at = cutoff(pr.total, o.node_fraction);

@@ -95,3 +95,15 @@ int em_rprofile_add(em_rprofile *p, const em_rframe *frames, size_t n,
     p->nframes += n;
     return EMBER_OK;
 }
+
+int em_rprofile_add_diff(em_rprofile *p, const em_rframe *frames, size_t n,
+                         int64_t base, int64_t target)
+{
+    int rc = em_rprofile_add(p, frames, n, target);
+
+    if (rc == EMBER_OK) {
+        p->stacks[p->nstacks - 1].base = base;
+        p->diff = true;
+    }
+    return rc;
+}

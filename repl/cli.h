@@ -1,7 +1,8 @@
 /*
 ** repl/cli.h: the `ember` command line. One table of commands (name, usage,
 ** summary, handler) drives dispatch and help, as Redis's command table does;
-** the REPL and the server will share it.
+** the REPL's dot commands have their own table (repl/repl_dot.c) that
+** drives their dispatch, `.help` and completion the same way.
 **
 ** Handlers return the process exit status: 0 on success, 1 when the command
 ** ran but found a problem (a failed file, a damaged database), 2 on a usage
@@ -10,7 +11,10 @@
 #ifndef EM_CLI_H
 #define EM_CLI_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "ember.h"
 
@@ -29,6 +33,7 @@ extern const unsigned em_ncommands;
 
 int em_cmd_import(int argc, char **argv);
 int em_cmd_query(int argc, char **argv);
+int em_cmd_repl(int argc, char **argv);
 int em_cmd_stats(int argc, char **argv);
 int em_cmd_verify(int argc, char **argv);
 
@@ -43,5 +48,135 @@ int em_cli_label(char *arg, ember_label *out);
 int em_cli_open(const char *cmd, const char *dir, int rdonly, ember_db **db);
 /* Milliseconds since the epoch, now. */
 int64_t em_cli_now_ms(void);
+
+/* ---- output shared by `ember query` and the REPL (repl/repl_out.c) ------- */
+
+/* Every output format, in the order messages and help list them. */
+extern const char *const em_cli_formats[];
+extern const size_t em_cli_nformats;
+
+/* True when NAME is one of em_cli_formats. */
+bool em_cli_format_known(const char *name);
+/* Writes "a, b or c" into BUF (N bytes): the formats that render results
+** of KIND (EMBER_RESULT_*), or all of them when KIND is 0. Returns BUF. */
+const char *em_cli_format_list(int kind, char *buf, size_t n);
+/* "profile", "diff", "series", "table" for messages. */
+const char *em_cli_kind_name(int kind);
+/* Resolves a --from/--to pair (either may be NULL; em_time_parse's forms,
+** relative to NOW) into the inclusive range ember_query takes: both NULL
+** is all time (0, 0); a missing FROM is the epoch and a missing TO is NOW.
+** EMBER_OK or EMBER_EINVAL with a message. */
+int em_cli_range(const char *from, const char *to, int64_t now,
+                 int64_t *from_ms, int64_t *to_ms);
+/* Summing several profiles of one series is right for delta types but
+** adds up snapshots for the others: says so on stderr, as "WHO: note: ...",
+** when a profile result of R summed more profiles than series. */
+void em_cli_note_sums(const char *who, const ember_result *r);
+/* The size of the terminal on FD; both 0 when FD is not a terminal. */
+void em_cli_term_size(int fd, unsigned *cols, unsigned *rows);
+/* Whether to color output going to F: a terminal, $NO_COLOR unset and
+** $TERM not "dumb". */
+bool em_cli_color_auto(FILE *f);
+
+/* ---- the REPL (repl/cmd_repl.c, repl_dot.c, repl_complete.c) ------------- */
+
+/* What tab completion offers in a spot, and what a dot command's first
+** argument is (em_dot_cmd.complete). */
+typedef enum em_complete_kind {
+    EM_COMPLETE_NONE = 0,       /* nothing */
+    EM_COMPLETE_QUERY,          /* a query (functions, types, labels...) */
+    EM_COMPLETE_FORMAT,         /* an output format */
+    EM_COMPLETE_LABEL,          /* a label name, then a selector */
+    EM_COMPLETE_ONOFF,          /* on or off */
+    EM_COMPLETE_OFF,            /* off (besides what the user types) */
+    EM_COMPLETE_DOT             /* a dot command's name */
+} em_complete_kind;
+
+#define EM_REPL_VALUE_CACHE 8   /* labels whose values completion keeps */
+
+/* Names read from the database for completion, read on first use and
+** dropped after a failed statement or on .reload (the data may have
+** changed under us). */
+typedef struct em_repl_cache {
+    ember_strlist *types;       /* profile types; NULL: not read yet */
+    ember_strlist *names;       /* label names */
+    char *value_name[EM_REPL_VALUE_CACHE];      /* owned */
+    ember_strlist *values[EM_REPL_VALUE_CACHE]; /* values of value_name[i] */
+    unsigned next;              /* slot the next label's values replace */
+} em_repl_cache;
+
+/* One REPL session's state. */
+typedef struct em_repl {
+    ember_db *db;
+    bool interactive;           /* stdin is a terminal: prompts, editing */
+    bool failed;                /* a statement failed (script exit status) */
+    bool quit;                  /* .quit ran */
+    unsigned line;              /* script line of the statement's start */
+    char *from, *to;            /* .range as typed, resolved at each query
+                                ** so that "-1h" follows the clock; NULL:
+                                ** open (both NULL: all time) */
+    int64_t step_ms;            /* .step; 0: off */
+    char *format;               /* .format; NULL: by result kind */
+    bool timing;                /* .timing on */
+    FILE *out;                  /* .output FILE; NULL: stdout */
+    char *out_path;             /* its name, owned */
+    size_t limit;               /* .limit: rows of top and tree; 0: cut at
+                                ** the terminal's height instead */
+    const char *pending;        /* the lines of an unfinished statement,
+                                ** for completion's context; NULL: none */
+    em_repl_cache cache;
+} em_repl;
+
+/* A dot command: ".name args". RUN gets the trimmed text after the name
+** and returns 0, or 1 when it failed (having said why on stderr). */
+typedef struct em_dot_cmd {
+    const char *name;           /* ".format" */
+    const char *args;           /* "FMT", for .help */
+    const char *help;           /* one line */
+    int (*run)(em_repl *r, const char *args);
+    em_complete_kind complete;  /* what its first argument is */
+} em_dot_cmd;
+
+extern const em_dot_cmd em_dot_cmds[];
+extern const size_t em_ndot_cmds;
+
+/* Runs the dot command LINE (starting with '.'). 0 or 1 as em_dot_cmd. */
+int em_repl_dot(em_repl *r, const char *line);
+/* Runs the query TEXT and writes its result where .output says. 0, or 1
+** when it failed (the message went to stderr). */
+int em_repl_query(em_repl *r, const char *text);
+/* Prints a failure of the statement at r->line to stderr: "error: MSG" at
+** a terminal, "ember repl: line N: MSG" in a script. Returns 1. */
+int em_repl_fail(em_repl *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* The completion cache's lists, read on first use; NULL when the database
+** could not say. */
+const ember_strlist *em_repl_types(em_repl *r);
+const ember_strlist *em_repl_label_names(em_repl *r);
+const ember_strlist *em_repl_label_values(em_repl *r, const char *name);
+/* Forgets every cached list. */
+void em_repl_cache_drop(em_repl *r);
+
+/* Completion: the candidates for the text TEXT (what precedes the cursor,
+** the unfinished statement's earlier lines included). */
+typedef struct em_completion {
+    size_t start;               /* byte offset in TEXT of the word being
+                                ** completed; candidates replace from here */
+    char **words;               /* candidates (owned), each with the text
+                                ** to add after it when it is the only one */
+    char **suffixes;            /* owned; "" for none */
+    size_t n, cap;
+} em_completion;
+
+/* Fills *C with the candidates for TEXT. EMBER_OK or EMBER_ENOMEM. */
+int em_repl_complete(em_repl *r, const char *text, em_completion *c);
+void em_completion_free(em_completion *c);
+
+/* Binds tab to completion in the line editor EL (libedit's EditLine),
+** whose EL_CLIENTDATA must point at a struct whose first member is the
+** session's em_repl. */
+struct editline;
+void em_repl_bind(struct editline *el);
 
 #endif

@@ -1,10 +1,10 @@
 /*
-** repl/cmd_query.c: `ember query`. Parses the selector, merges what it
-** matches over the range and writes it in one of the formats of a table:
-** top and collapsed resolve stacks to names (query/), pprof encodes the
-** merged profile with every symbol (ember_pprof_encode) as gzip'd protobuf.
-** A merge only makes sense within one profile type, so a selector that
-** matches several types is refused with their names.
+** repl/cmd_query.c: `ember query`. Runs one query of the language
+** (ember_query: parse, plan, execute on one snapshot) and writes its result
+** with the renderers the REPL uses (em_render_result). The format is -o's,
+** or the one that suits the result's kind (top for profiles, table for
+** series and tables); a format that does not fit the kind is refused with
+** the list of those that do, and binary formats never go to a terminal.
 */
 #include <errno.h>
 #include <getopt.h>
@@ -17,43 +17,107 @@
 #include "query/query.h"
 #include "repl/cli.h"
 
-typedef struct query_format query_format;
+enum { COLOR_AUTO, COLOR_ALWAYS, COLOR_NEVER };
 
 typedef struct query_args {
     const char *dir, *from, *to, *text;
     const char *output_file;    /* NULL: stdout */
     const char *unit;           /* top's --unit; NULL: pprof's "minimum" */
-    const query_format *format;
-    size_t limit;
+    const char *format;         /* -o; NULL: by the result's kind */
+    int64_t step_ms;            /* --step; 0: none */
+    size_t limit;               /* --limit; 0: all (or top(P, N)'s N) */
+    unsigned width;             /* --width; 0: the terminal's, else 100 */
+    int color;                  /* COLOR_* */
     bool cum;
 } query_args;
 
-/* Writes merged profile M (of TYPE) to F. */
-typedef int (*query_render_fn)(const query_args *a, ember_db *db,
-                               const ember_merged *m, const char *type,
-                               FILE *f);
+/* A count option: digits only, so that "-5" or "ten" is a usage error
+** instead of a huge or zero limit. */
+static int parse_count(const char *opt, const char *s, uint64_t max,
+                       uint64_t *out)
+{
+    char *end;
 
-struct query_format {
-    const char *name;
-    query_render_fn render;
-    bool binary;                /* never written to a terminal */
-};
+    errno = 0;
+    if (s[0] < '0' || s[0] > '9')
+        goto bad;
+    *out = strtoull(s, &end, 10);
+    if (errno == 0 && *end == '\0' && *out <= max)
+        return 0;
+bad:
+    return em_cli_fail(2, "query", "%s %s: expected a number up to %llu",
+                       opt, s, (unsigned long long)max);
+}
 
-static const query_format *query_format_find(const char *name);
+static int parse_color(const char *s, int *out)
+{
+    static const char *const names[] = { "auto", "always", "never" };
 
-/* Checks what only the whole command line can tell. */
+    for (int i = 0; i < 3; i++)
+        if (strcmp(s, names[i]) == 0) {
+            *out = i;
+            return 0;
+        }
+    return em_cli_fail(2, "query", "--color %s: expected auto, always or "
+                       "never", s);
+}
+
+static int parse_step(const char *s, int64_t *out)
+{
+    if (em_duration_parse(s, out) == EMBER_OK && *out > 0)
+        return 0;
+    return em_cli_fail(2, "query", "--step %s: expected a duration such as "
+                       "30s, 5m or 1h", s);
+}
+
+/* Handles one option of getopt_long's; 0 or the exit status. */
+static int query_option(query_args *a, int c, const char *arg)
+{
+    uint64_t n;
+    int st = 0;
+
+    switch (c) {
+    case 'd': a->dir = arg; break;
+    case 'F': a->from = arg; break;
+    case 'T': a->to = arg; break;
+    case 'o': a->format = arg; break;
+    case 'O': a->output_file = arg; break;
+    case 'u': a->unit = arg; break;
+    case 'c': a->cum = true; break;
+    case 's': st = parse_step(arg, &a->step_ms); break;
+    case 'C': st = parse_color(arg, &a->color); break;
+    case 'n':
+        if ((st = parse_count("--limit", arg, SIZE_MAX, &n)) == 0)
+            a->limit = (size_t)n;
+        break;
+    case 'w':
+        if ((st = parse_count("--width", arg, 100000, &n)) == 0)
+            a->width = (unsigned)n;
+        break;
+    default: return em_cli_usage("query");
+    }
+    return st;
+}
+
+/* Checks what the command line alone can tell; the result's kind settles
+** the rest (query_check_kind). */
 static int query_check_args(const query_args *a)
 {
-    if (a->unit != NULL && strcmp(a->format->name, "top") != 0)
+    char list[160];
+
+    if (a->format != NULL && !em_cli_format_known(a->format))
+        return em_cli_fail(2, "query", "-o %s: expected %s", a->format,
+                           em_cli_format_list(0, list, sizeof list));
+    if (a->unit != NULL && a->format != NULL && strcmp(a->format, "top") != 0)
         return em_cli_fail(2, "query", "--unit applies to -o top only");
     if (a->unit != NULL && a->unit[0] == '\0')
         return em_cli_fail(2, "query", "--unit: empty unit");
-    if (a->format->binary && a->output_file == NULL &&
-        isatty(STDOUT_FILENO))
+    if (a->format != NULL && em_render_binary(a->format) &&
+        a->output_file == NULL && isatty(STDOUT_FILENO))
         return em_cli_fail(2, "query", "-o %s writes binary data; refusing "
                            "to write it to a terminal: redirect it "
                            "(> out.pb.gz) or use --output-file FILE",
-                           a->format->name);
+                           a->format);
     return 0;
 }
 
@@ -68,142 +132,74 @@ static int query_parse_args(query_args *a, int argc, char **argv)
         { "unit", required_argument, NULL, 'u' },
         { "limit", required_argument, NULL, 'n' },
         { "cum", no_argument, NULL, 'c' },
+        { "step", required_argument, NULL, 's' },
+        { "color", required_argument, NULL, 'C' },
+        { "width", required_argument, NULL, 'w' },
         { NULL, 0, NULL, 0 },
     };
-    const char *format = "top";
-    int c;
+    int c, st;
 
     memset(a, 0, sizeof *a);
     optind = 1;
-    while ((c = getopt_long(argc, argv, "d:o:", longs, NULL)) != -1) {
-        switch (c) {
-        case 'd': a->dir = optarg; break;
-        case 'F': a->from = optarg; break;
-        case 'T': a->to = optarg; break;
-        case 'o': format = optarg; break;
-        case 'O': a->output_file = optarg; break;
-        case 'u': a->unit = optarg; break;
-        case 'n': a->limit = (size_t)strtoull(optarg, NULL, 10); break;
-        case 'c': a->cum = true; break;
-        default: return em_cli_usage("query");
-        }
-    }
+    while ((c = getopt_long(argc, argv, "d:o:", longs, NULL)) != -1)
+        if ((st = query_option(a, c, optarg)) != 0)
+            return st;
     if (a->dir == NULL || optind != argc - 1)
         return em_cli_usage("query");
-    if ((a->format = query_format_find(format)) == NULL)
-        return em_cli_fail(2, "query", "-o %s: expected top, collapsed or "
-                           "pprof", format);
     a->text = argv[optind];
     return query_check_args(a);
 }
 
-/* The one profile type SEL covers, or an error naming them all. */
-static int query_type(ember_db *db, const ember_selector *sel, char **type)
+/* The format for a result of KIND: -o's when it fits, else 2 with the
+** list of those that do. */
+static int query_check_kind(const query_args *a, int kind, const char **fmt)
 {
-    ember_strlist *types = NULL;
-    int rc = ember_profile_types(db, sel, &types);
+    char list[160];
 
-    *type = NULL;
-    if (rc == EMBER_OK && ember_strlist_count(types) > 1) {
-        char list[1024] = "";
-        for (size_t i = 0; i < ember_strlist_count(types) && i < 8; i++) {
-            strncat(list, i ? ", " : "", sizeof list - strlen(list) - 1);
-            strncat(list, ember_strlist_get(types, i),
-                    sizeof list - strlen(list) - 1);
-        }
-        rc = em_err(EMBER_EINVAL, "the selector matches %zu profile types "
-                    "(%s); name one, e.g. '%s{...}'",
-                    ember_strlist_count(types), list,
-                    ember_strlist_get(types, 0));
-    } else if (rc == EMBER_OK && ember_strlist_count(types) == 1) {
-        *type = em_strdup(ember_strlist_get(types, 0));
-        if (*type == NULL)
-            rc = em_err(EMBER_ENOMEM, "type name");
-    }
-    ember_strlist_free(types);
-    return rc;
+    *fmt = a->format != NULL ? a->format : em_render_default(kind);
+    if (!em_render_fits(kind, *fmt))
+        return em_cli_fail(2, "query", "-o %s does not fit a %s result; "
+                           "use -o %s", *fmt, em_cli_kind_name(kind),
+                           em_cli_format_list(kind, list, sizeof list));
+    if (a->unit != NULL && strcmp(*fmt, "top") != 0)
+        return em_cli_fail(2, "query", "--unit applies to -o top only, "
+                           "and this %s result renders as %s",
+                           em_cli_kind_name(kind), *fmt);
+    return 0;
 }
 
-static int query_range(const query_args *a, int64_t *from, int64_t *to)
+static void query_render_opts(const query_args *a, ember_db *db, FILE *f,
+                              em_render_opts *o)
 {
-    int64_t now = em_cli_now_ms();
-    int rc = EMBER_OK;
+    unsigned cols, rows;
 
-    *from = 0;
-    *to = 0;
-    if (a->from == NULL && a->to == NULL)
-        return EMBER_OK;
-    *from = INT64_MIN;
-    *to = INT64_MAX;
-    if (a->from != NULL)
-        rc = em_time_parse(a->from, now, from);
-    if (rc == EMBER_OK && a->to != NULL)
-        rc = em_time_parse(a->to, now, to);
-    if (rc == EMBER_OK && *from > *to)
-        rc = em_err(EMBER_EINVAL, "--from is after --to");
-    return rc;
+    em_cli_term_size(fileno(f), &cols, &rows);
+    memset(o, 0, sizeof *o);
+    o->sz = sizeof *o;
+    o->db = db;
+    o->cum_sort = a->cum;
+    o->limit = a->limit;
+    o->unit = a->unit;
+    o->color = a->color == COLOR_ALWAYS ||
+               (a->color == COLOR_AUTO && em_cli_color_auto(f));
+    o->width = a->width != 0 ? a->width : cols;
+    o->query = a->text;
 }
 
-/* ---- the formats -------------------------------------------------------- */
-
-static int render_resolved(const query_args *a, ember_db *db,
-                           const ember_merged *m, const char *type, FILE *f)
-{
-    em_top_opts o = { .sz = sizeof o, .cum_sort = a->cum, .limit = a->limit,
-                      .unit = a->unit };
-    em_rprofile p;
-    int rc = em_rprofile_build(db, m, type, NULL, &p);
-
-    if (rc != EMBER_OK)
-        return rc;
-    if (strcmp(a->format->name, "collapsed") == 0)
-        rc = em_render_collapsed(f, &p);
-    else
-        rc = em_render_top(f, &p, &o);
-    em_rprofile_free(&p);
-    return rc;
-}
-
-static int render_pprof(const query_args *a, ember_db *db,
-                        const ember_merged *m, const char *type, FILE *f)
-{
-    void *buf = NULL;
-    size_t len = 0;
-    int rc = ember_pprof_encode(db, m, type, EMBER_PPROF_GZIP, &buf, &len);
-
-    EM_UNUSED(a);
-    if (rc == EMBER_OK && fwrite(buf, 1, len, f) != len)
-        rc = em_err(EMBER_EIO, "writing pprof: %s", strerror(errno));
-    ember_free(buf);
-    return rc;
-}
-
-static const query_format query_formats[] = {
-    { "top", render_resolved, false },
-    { "collapsed", render_resolved, false },
-    { "pprof", render_pprof, true },
-};
-
-static const query_format *query_format_find(const char *name)
-{
-    for (size_t i = 0; i < EM_ARRAY_LEN(query_formats); i++)
-        if (strcmp(query_formats[i].name, name) == 0)
-            return &query_formats[i];
-    return NULL;
-}
-
-/* Renders to stdout or to the output file, which is only created once
-** the merge succeeded and is removed again when rendering fails. */
+/* Renders to stdout or to the output file, which is only created once the
+** query succeeded and is removed again when rendering fails. */
 static int query_output(const query_args *a, ember_db *db,
-                        const ember_merged *m, const char *type)
+                        const ember_result *r, const char *fmt)
 {
     const char *path = a->output_file;
     FILE *f = path != NULL ? fopen(path, "wb") : stdout;
+    em_render_opts o;
     int rc;
 
     if (f == NULL)
         return em_err(EMBER_EIO, "%s: %s", path, strerror(errno));
-    rc = a->format->render(a, db, m, type, f);
+    query_render_opts(a, db, f, &o);
+    rc = em_render_result(f, r, fmt, &o);
     if (fflush(f) != 0 && rc == EMBER_OK)
         rc = em_err(EMBER_EIO, "%s: %s", path ? path : "stdout",
                     strerror(errno));
@@ -216,84 +212,44 @@ static int query_output(const query_args *a, ember_db *db,
     return rc;
 }
 
-/* pprof needs a type even when nothing matched: the selector's own, which
-** gives a valid empty profile; without one there is nothing to write. */
-static int query_pprof_type(const query_args *a, const em_sel *sel,
-                            char **type)
-{
-    if (*type != NULL || a->format->render != render_pprof)
-        return EMBER_OK;
-    if (sel->type == NULL)
-        return em_err(EMBER_ENOTFOUND, "the selector matches no profile "
-                      "and names no type: no pprof to write");
-    *type = em_strdup(sel->type);
-    return *type != NULL ? EMBER_OK : em_err(EMBER_ENOMEM, "type name");
-}
-
-/* Summing several profiles of one series is right for delta types (each
-** covers its own time) but adds up snapshots for gauges (inuse_space,
-** goroutine) and totals since process start (alloc_*, mutex, block): say
-** so, as the answer is still what `go tool pprof` gives over those files. */
-static void query_note_cumulative(const ember_merged *m, const char *type)
-{
-    size_t len = strlen(type);
-    uint64_t nseries = 0, nprofiles = 0;
-
-    if (len >= 6 && strcmp(type + len - 6, ":delta") == 0)
-        return;
-    ember_merged_info(m, &nseries, &nprofiles);
-    if (nprofiles > nseries)
-        fprintf(stderr, "ember query: note: %s is not a delta type; %llu "
-                "profiles of %llu series were summed, as go tool pprof sums "
-                "files. For one point in time narrow --from/--to "
-                "(docs/ingest.md).\n", type, (unsigned long long)nprofiles,
-                (unsigned long long)nseries);
-}
-
+/* Runs the query and writes it; returns the exit status. */
 static int query_run(const query_args *a, ember_db *db)
 {
-    ember_selector sel;
-    ember_merged *m = NULL;
-    em_node *n = NULL;
-    int64_t from, to;
-    char *type = NULL;
-    int rc = query_range(a, &from, &to);
+    ember_query_opts qo = { .sz = sizeof qo, .step_ms = a->step_ms };
+    ember_result *r = NULL;
+    const char *fmt;
+    int rc, st;
 
+    rc = em_cli_range(a->from, a->to, em_cli_now_ms(), &qo.from_ms,
+                      &qo.to_ms);
     if (rc == EMBER_OK)
-        rc = em_query_parse(a->text, &n);
-    if (rc == EMBER_OK) {
-        em_sel_view(&n->u.sel, from, to, &sel);
-        rc = query_type(db, &sel, &type);
+        rc = ember_query(db, a->text, &qo, &r);
+    if (rc != EMBER_OK) {
+        st = em_cli_fail(1, "query", "%s", ember_errmsg(db));
+        goto out;
     }
-    if (rc == EMBER_OK)
-        rc = query_pprof_type(a, &n->u.sel, &type);
-    if (rc == EMBER_OK && type != NULL) {
-        sel.type = type;
-        rc = ember_merge(db, &sel, &m);
-    }
-    if (rc == EMBER_OK && m != NULL) {
-        query_note_cumulative(m, type);
-        rc = query_output(a, db, m, type);
-    }
-    ember_merged_free(m);
-    em_node_free(n);
-    em_free(type);
-    return rc;
+    st = query_check_kind(a, ember_result_kind(r), &fmt);
+    if (st != 0)
+        goto out;
+    em_cli_note_sums("ember query", r);
+    if (query_output(a, db, r, fmt) != EMBER_OK)
+        st = em_cli_fail(1, "query", "%s", ember_errmsg(db));
+out:
+    ember_result_free(r);
+    return st;
 }
 
 int em_cmd_query(int argc, char **argv)
 {
     query_args a;
     ember_db *db = NULL;
-    int rc, st = query_parse_args(&a, argc, argv);
+    int st = query_parse_args(&a, argc, argv);
 
     if (st != 0)
         return st;
     if (em_cli_open("query", a.dir, 1, &db) != EMBER_OK)
         return 1;
-    rc = query_run(&a, db);
-    if (rc != EMBER_OK)
-        em_cli_fail(1, "query", "%s", ember_errmsg(db));
+    st = query_run(&a, db);
     ember_close(db);
-    return rc == EMBER_OK ? 0 : 1;
+    return st;
 }

@@ -39,23 +39,43 @@ const em_cmd em_commands[] = {
       "               comm-pid prefix; it becomes labels comm and pid\n"
       "  --max-size N largest input after gunzip (default 1G)\n",
       em_cmd_import },
-    { "query", "-d DIR [--from T] [--to T] [-o top|collapsed|pprof] "
-      "[--output-file F] [--limit N] [--cum] [--unit U] 'SELECTOR'",
-      "merge matching profiles and print them",
-      "Merges every profile SELECTOR matches in the range (default: all\n"
-      "stored time) and prints it. SELECTOR is TYPE{label=\"value\", ...}\n"
-      "with the matchers = != =~ !~ (docs/query-language.md).\n"
-      "  -o top        flat/cum table as `go tool pprof -top` (default)\n"
-      "  -o collapsed  root;...;leaf VALUE per stack\n"
-      "  -o pprof      gzip'd pprof protobuf with every symbol, for\n"
-      "                `go tool pprof` (> out.pb.gz; never to a terminal)\n"
+    { "query", "-d DIR [--from T] [--to T] [--step D] [-o FORMAT] "
+      "[--output-file F] [--limit N] [--cum] [--unit U] [--color WHEN] "
+      "[--width N] 'QUERY'",
+      "run a query and print its result",
+      "Runs QUERY over the range (default: all stored time) and prints the\n"
+      "result. A bare selector TYPE{label=\"value\", ...} merges what it\n"
+      "matches; the language also has merge by, diff, focus, ignore, top,\n"
+      "total, rate, sum/avg/max/min/count, topk and label metadata\n"
+      "(docs/query-language.md).\n"
+      "  -o FORMAT     profiles and diffs: top (default), tree, flame,\n"
+      "                collapsed, pprof, svg, json; series: table\n"
+      "                (default), csv, json, spark; tables: table, csv,\n"
+      "                json. pprof is gzip'd protobuf for `go tool pprof`\n"
+      "                (> out.pb.gz; never to a terminal)\n"
+      "  --from T, --to T  the range: RFC 3339, unix s or ms, now, -1h\n"
+      "  --step D      series: one point per D (30s, 5m, 1h) per series\n"
       "  --output-file F  write to F instead of stdout\n"
-      "  --limit N     at most N rows of top\n"
+      "  --limit N     at most N rows of top and tree\n"
       "  --cum         sort top by cum instead of flat\n"
       "  --unit U      top's values in U as pprof's -unit: ns, us, ms, s,\n"
       "                B, kB, MB, GB, ...; auto scales each value on its\n"
-      "                own; default: one unit picked as pprof does\n",
+      "                own; default: one unit picked as pprof does\n"
+      "  --color WHEN  auto (default: when stdout is a terminal and\n"
+      "                NO_COLOR is unset), always or never\n"
+      "  --width N     columns for flame and tables (default: the\n"
+      "                terminal's, else 100)\n",
       em_cmd_query },
+    { "repl", "-d DIR",
+      "ask questions interactively, or run a script from stdin",
+      "An interactive shell for queries: line editing, history in\n"
+      "$EMBER_HISTORY (default ~/.ember_history), multi-line input while\n"
+      "brackets or quotes are open, tab completion of functions, types,\n"
+      "labels and values, and dot commands (.help lists them). When stdin\n"
+      "is not a terminal it runs the statements it reads, one per line,\n"
+      "and exits 1 if any failed: echo 'merge(cpu)' | ember repl -d DB.\n"
+      "docs/repl.md is the guide.\n",
+      em_cmd_repl },
     { "stats", "-d DIR", "print what the database holds and its size",
       "Series, profiles, samples, distinct stacks, functions, locations,\n"
       "bytes on disk by table and bytes per sample.\n", em_cmd_stats },

@@ -61,6 +61,56 @@ if $EMBER query -d "$db" '{service=}' 2> "$tmp/perr"; then fail "bad selector ex
 grep -q 'column' "$tmp/perr" || fail "parse error without column: $(cat "$tmp/perr")"
 grep -q '\^' "$tmp/perr" || fail "parse error without caret"
 
+# the full language's options: -o must name a format, and one that does
+# not fit the result's kind is refused (exit 2) naming those that do
+T=process_cpu:samples:count:cpu:nanoseconds:delta
+S="$T{service=\"demo\"}"
+usage_err() {   # usage_err WHAT PATTERN ARGS...: exit 2, PATTERN in stderr
+    what=$1; pat=$2; shift 2
+    st=0; $EMBER query -d "$db" "$@" > /dev/null 2> "$tmp/uerr" || st=$?
+    [ "$st" = 2 ] || fail "$what: exit status $st, wanted 2"
+    grep -q -- "$pat" "$tmp/uerr" || fail "$what: $(cat "$tmp/uerr")"
+}
+usage_err "-o pdf" "flame" -o pdf "$T"
+usage_err "-o spark on a profile" "collapsed" -o spark "$T"
+usage_err "-o flame on a series" "csv" -o flame "total($S)"
+usage_err "--unit on a series" "--unit" --unit ms "total($S)"
+usage_err "--step 5x" "--step" --step 5x "total($S)"
+usage_err "--color sometimes" "--color" --color sometimes "$T"
+usage_err "--width wide" "--width" --width wide "$T"
+usage_err "--limit ten" "--limit" --limit ten "$T"
+
+# a series defaults to table; --step buckets its points (the three files
+# are 10 s apart, so 1m sums them in one point, as the merge does)
+$EMBER query -d "$db" "total($S)" > "$tmp/s1"
+$EMBER query -d "$db" -o table "total($S)" > "$tmp/s2"
+[ -s "$tmp/s1" ] && cmp -s "$tmp/s1" "$tmp/s2" || fail "series default is not table"
+$EMBER query -d "$db" -o csv "total($S)" > "$tmp/csv"
+[ "$(wc -l < "$tmp/csv")" = 4 ] || fail "csv without step: $(cat "$tmp/csv")"
+$EMBER query -d "$db" -o csv --step 1m "total($S)" > "$tmp/csv"
+[ "$(wc -l < "$tmp/csv")" = 2 ] || fail "csv --step 1m: $(cat "$tmp/csv")"
+tail -1 "$tmp/csv" | grep -q ",$total\$" || fail "--step 1m sum: $(tail -1 "$tmp/csv")"
+$EMBER query -d "$db" -o csv --step 10s "total($S)" > "$tmp/csv"
+[ "$(wc -l < "$tmp/csv")" = 4 ] || fail "csv --step 10s: $(cat "$tmp/csv")"
+
+# --color and --width: colors only when asked off a terminal; the flame
+# graph fits the width it is given
+esc=$(printf '\033')
+$EMBER query -d "$db" -o flame "$S" | grep -q "$esc" && fail "color in a pipe by default"
+$EMBER query -d "$db" -o flame --color always "$T" | grep -q "$esc" ||
+  fail "--color always drew no color"
+$EMBER query -d "$db" -o flame --color never "$T" | grep -q "$esc" &&
+  fail "--color never drew color"
+widest() { awk '{ if (length($0) > m) m = length($0) } END { print m + 0 }'; }
+w40=$($EMBER query -d "$db" -o flame --width 40 "$T" | widest)
+w120=$($EMBER query -d "$db" -o flame --width 120 "$T" | widest)
+[ "$w40" -gt 0 ] && [ "$w40" -lt "$w120" ] || fail "--width: 40 gives $w40 columns, 120 gives $w120"
+
+# --output-file: the file holds what stdout would
+$EMBER query -d "$db" -o collapsed --output-file "$tmp/of.txt" "$T" > "$tmp/of.out"
+[ ! -s "$tmp/of.out" ] || fail "--output-file also wrote to stdout"
+$EMBER query -d "$db" -o collapsed "$T" | cmp -s - "$tmp/of.txt" || fail "--output-file differs"
+
 # two types under one selector are refused with their names
 $EMBER import -d "$db" --type memory:inuse_space:bytes:space:bytes -l service=demo $data/1732170000000.txt 2>/dev/null
 if $EMBER query -d "$db" '{service="demo"}' 2> "$tmp/types"; then fail "ambiguous types accepted"; fi

@@ -1,0 +1,1342 @@
+/*
+** bench/bench_query.c: query latency on a large generated database (issue 4,
+** "Benchmark"), one Markdown table on stdout at the end, progress on stderr.
+**
+**   bench_query [--quick] [--dir DIR] [--runs N] [--cold-runs N]
+**               [--pods N] [--hours H] [--label-series N] [--seed S]
+**               [--only SUBSTRING] [--rebuild]
+**
+** Data (bench/gen.h), built once and cached in DIR (a directory per
+** configuration, e.g. DIR/query-p100-h24-s1, with a stamp file written
+** last, so a cut-short build is redone and reruns skip it):
+**  - main: --pods pods x 2 profile types (CPU samples, alloc_space), one
+**    profile per series every 10 s over --hours hours, written time-major
+**    as a live database receives them: head chunks seal as their 15-minute
+**    windows close and the last window stays open. The default is 100 pods
+**    (200 series) over 24 h: 8,640 profiles per series, 1.73M profiles.
+**  - labels: --label-series series (pods x 4 types, 300 services), one
+**    small profile each, for label_values under a matcher.
+**
+** Each query runs through ember_query (its text is printed) and through the
+** engine calls the executor makes for it (ember_merge + em_rprofile_build,
+** ember_totals_get, ember_label_values), so the table also shows what the
+** planner and executor add; both answers are checked to agree. Focus is
+** also run the way an engine without function postings must do it: merge,
+** resolve every stack, keep the stacks through a function whose name
+** matches (the "filter path").
+**
+** Warm: the median of --runs runs after one untimed run, same handle.
+** Cold-ish: before each of --cold-runs runs the handle is closed and the
+** data file's pages are dropped from the page cache (posix_fadvise
+** DONTNEED on data.mdb: only this database's pages, not the machine's),
+** then ember_open and the query are timed together, as one CLI call does.
+** Times are this thread's CPU time and wall clock (CLOCK_MONOTONIC). The
+** verdicts use CPU time: the targets are per core, and on a shared machine
+** the wall clock also counts other processes' turns (warm queries wait on
+** no I/O, so on a quiet machine the two agree). Everything runs on one
+** core (the engine does not use threads).
+**
+** A second table gives the issue's targets: merge throughput (samples the
+** selector covers, counted with ember_select, per CPU second), focus
+** against the filter path, one series over 24 h. --only runs the rows
+** whose name holds SUBSTRING (a focus row brings its filter row).
+*/
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ember.h"
+#include "bench/gen.h"
+#include "engine/engine.h"
+#include "query/query.h"
+
+#define END_MS 1717200000000LL  /* the data sets' last step: 2024-06-01 */
+#define HOUR_MS 3600000LL
+#define BATCH 200               /* profiles per append while building */
+#define MAX_RUNS 64
+#define MAX_QUERIES 24
+#define CPU_TYPE (gen_type[GEN_CPU_SAMPLES])
+
+typedef struct opts {
+    uint32_t pods, label_series;
+    double hours;
+    int runs, cold_runs;
+    uint64_t seed;
+    const char *dir, *only;
+    bool quick, rebuild;
+} opts;
+
+/* ---- small helpers ---------------------------------------------------------- */
+
+static double clock_s(clockid_t id)
+{
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static double now(void) { return clock_s(CLOCK_MONOTONIC); }
+static double cpu_now(void) { return clock_s(CLOCK_THREAD_CPUTIME_ID); }
+
+static void vnote(const char *fmt, va_list ap)
+{
+    fputs("bench query: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+}
+
+static void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void note(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vnote(fmt, ap);
+    va_end(ap);
+}
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vnote(fmt, ap);
+    va_end(ap);
+    exit(1);
+}
+
+static void check(int rc, const char *what)
+{
+    if (rc != EMBER_OK)
+        die("%s: %s (%s)", what, ember_strerror(rc), ember_errmsg(NULL));
+}
+
+static void *xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (p == NULL)
+        die("out of memory (%zu bytes)", n);
+    return p;
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *f)
+{
+    (void)st;
+    (void)flag;
+    (void)f;
+    return remove(path);
+}
+
+static void rm_rf(const char *path)
+{
+    nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static const char *human(double v, char *buf, size_t cap)
+{
+    if (v >= 1e9)
+        snprintf(buf, cap, "%.2fG", v / 1e9);
+    else if (v >= 1e6)
+        snprintf(buf, cap, "%.2fM", v / 1e6);
+    else if (v >= 1e3)
+        snprintf(buf, cap, "%.1fk", v / 1e3);
+    else
+        snprintf(buf, cap, "%.3g", v);
+    return buf;
+}
+
+/* "12.3 ms", "850 us", "1.20 s" */
+static const char *ms_text(double s, char *buf, size_t cap)
+{
+    if (s < 0)
+        snprintf(buf, cap, "-");
+    else if (s < 1e-3)
+        snprintf(buf, cap, "%.0f us", s * 1e6);
+    else if (s < 1)
+        snprintf(buf, cap, "%.3g ms", s * 1e3);
+    else
+        snprintf(buf, cap, "%.2f s", s);
+    return buf;
+}
+
+static uint64_t dir_bytes;
+
+static int du_one(const char *path, const struct stat *st, int flag, struct FTW *f)
+{
+    (void)path;
+    (void)f;
+    if (flag == FTW_F)
+        dir_bytes += (uint64_t)st->st_size;
+    return 0;
+}
+
+static uint64_t du(const char *path)
+{
+    dir_bytes = 0;
+    nftw(path, du_one, 16, FTW_PHYS);
+    return dir_bytes;
+}
+
+/* ---- the data sets ------------------------------------------------------------ */
+
+/* The main data set's generator configuration. */
+static gen_config main_config(const opts *o)
+{
+    gen_config c;
+
+    memset(&c, 0, sizeof c);
+    c.seed = o->seed;
+    c.ntargets = o->pods;
+    c.types = (1u << GEN_CPU_SAMPLES) | (1u << GEN_ALLOC_SPACE);
+    c.nservices = 8;
+    c.span_ms = (int64_t)(o->hours * (double)HOUR_MS);
+    c.end_ms = END_MS;
+    return c;
+}
+
+static gen_config labels_config(const opts *o)
+{
+    gen_config c;
+
+    memset(&c, 0, sizeof c);
+    c.seed = o->seed + 1;
+    c.ntargets = (o->label_series + GEN_NTYPES - 1) / GEN_NTYPES;
+    c.nservices = 300;
+    c.min_stacks = 3;
+    c.max_stacks = 8;
+    c.end_ms = END_MS;
+    return c;
+}
+
+/* Copies up to MAX next profiles of G into PS, their samples into BUF
+** (room for MAX * per samples). */
+static size_t next_batch(gen *g, ember_profile *ps, ember_sample *buf, size_t max,
+                         size_t per, uint64_t *nsamples)
+{
+    ember_profile p;
+    size_t n = 0, used = 0;
+
+    while (n < max && gen_next_profile(g, &p)) {
+        if (used + p.nsamples > max * per)
+            die("a generated profile of %zu samples overflows the batch", p.nsamples);
+        memcpy(buf + used, p.samples, p.nsamples * sizeof *p.samples);
+        p.samples = buf + used;
+        used += p.nsamples;
+        *nsamples += p.nsamples;
+        ps[n++] = p;
+    }
+    return n;
+}
+
+/* The stamp says what a cached directory holds: its first line names the
+** configuration, the second what the build measured. */
+static bool stamp_read(const char *path, const char *want, char *info, size_t cap)
+{
+    char file[4200], line[512];
+    FILE *f;
+    bool ok = false;
+
+    snprintf(file, sizeof file, "%s/stamp", path);
+    if ((f = fopen(file, "r")) == NULL)
+        return false;
+    if (fgets(line, sizeof line, f) != NULL) {
+        line[strcspn(line, "\n")] = '\0';
+        ok = strcmp(line, want) == 0;
+    }
+    info[0] = '\0';
+    if (ok && fgets(info, (int)cap, f) != NULL)
+        info[strcspn(info, "\n")] = '\0';
+    fclose(f);
+    return ok;
+}
+
+/* Writes all of G's profiles into a new database at PATH (through a
+** temporary directory renamed at the end) and stamps it with CONFIG. */
+static void build(gen *g, const char *path, const char *config, size_t batch,
+                  char *info, size_t cap)
+{
+    char tmp[4200], file[4300];
+    ember_open_opts oo;
+    ember_profile *ps = xmalloc(batch * sizeof *ps);
+    ember_sample *buf = xmalloc(batch * 1024 * sizeof *buf);
+    ember_db *db = NULL;
+    uint64_t nprof = 0, nsamp = 0, last = 0;
+    double t0 = now();
+    size_t n;
+    FILE *f;
+
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    rm_rf(tmp);
+    rm_rf(path);
+    memset(&oo, 0, sizeof oo);
+    oo.sz = sizeof oo;
+    oo.sync = EMBER_SYNC_NONE;          /* a build, not the ingest benchmark */
+    oo.map_size = 4ull << 30;
+    if (ember_open(tmp, &oo, &db) != EMBER_OK)
+        die("ember_open %s: %s", tmp, ember_errmsg(db));
+    check(gen_intern_stacks(g, db, 5000), "intern stacks");
+    gen_rewind(g);
+    while ((n = next_batch(g, ps, buf, batch, 1024, &nsamp)) > 0) {
+        check(ember_append_batch(db, ps, n), "append");
+        nprof += n;
+        if (nsamp - last >= 20000000) {
+            note("build: %llu profiles, %llu samples, %.0f s", (unsigned long long)nprof,
+                 (unsigned long long)nsamp, now() - t0);
+            last = nsamp;
+        }
+    }
+    check(ember_sync(db), "sync");
+    ember_close(db);
+    snprintf(info, cap, "%llu profiles, %llu samples, built in %.0f s, %.0f MB on disk",
+             (unsigned long long)nprof, (unsigned long long)nsamp, now() - t0,
+             (double)du(tmp) / 1e6);
+    snprintf(file, sizeof file, "%s/stamp", tmp);
+    if ((f = fopen(file, "w")) == NULL || fprintf(f, "%s\n%s\n", config, info) < 0 ||
+        fclose(f) != 0)
+        die("cannot write %s: %s", file, strerror(errno));
+    if (rename(tmp, path) != 0)
+        die("rename %s: %s", tmp, strerror(errno));
+    note("build: %s: %s", path, info);
+    free(ps);
+    free(buf);
+}
+
+typedef struct dataset {
+    gen *g;
+    char path[4096];
+    char info[512];             /* the stamp's second line */
+    ember_db *db;
+} dataset;
+
+/* True when the database at PATH opens (a cached one written by an older
+** format version does not, and is built again). */
+static bool opens(const char *path)
+{
+    ember_open_opts oo;
+    ember_db *db = NULL;
+    int rc;
+
+    memset(&oo, 0, sizeof oo);
+    oo.sz = sizeof oo;
+    oo.flags = EMBER_OPEN_RDONLY | EMBER_OPEN_NOCREATE;
+    rc = ember_open(path, &oo, &db);
+    if (rc != EMBER_OK)
+        note("%s does not open (%s): building it again", path, ember_errmsg(db));
+    ember_close(db);
+    return rc == EMBER_OK;
+}
+
+/* Makes the generator of C and the database for it under DIR/NAME, built
+** unless a stamp says it is there and it opens. */
+static void dataset_open(dataset *d, const opts *o, const gen_config *c,
+                         const char *name, size_t batch)
+{
+    char config[256];
+
+    snprintf(d->path, sizeof d->path, "%s/%s", o->dir, name);
+    snprintf(config, sizeof config,
+             "bench_query v1 seed=%llu targets=%u types=%#x services=%u span=%lld "
+             "stacks=%u..%u", (unsigned long long)c->seed, c->ntargets, c->types,
+             c->nservices, (long long)c->span_ms, c->min_stacks, c->max_stacks);
+    d->g = gen_new(c);
+    if (o->rebuild || !stamp_read(d->path, config, d->info, sizeof d->info) ||
+        !opens(d->path)) {
+        note("building %s (%zu series; once, cached for later runs)", d->path,
+             gen_nseries(d->g));
+        build(d->g, d->path, config, batch, d->info, sizeof d->info);
+    } else {
+        note("%s: cached (%s)", d->path, d->info);
+    }
+    d->db = NULL;
+}
+
+static ember_db *db_open(const char *path)
+{
+    ember_open_opts oo;
+    ember_db *db = NULL;
+
+    memset(&oo, 0, sizeof oo);
+    oo.sz = sizeof oo;
+    oo.flags = EMBER_OPEN_RDONLY | EMBER_OPEN_NOCREATE;
+    if (ember_open(path, &oo, &db) != EMBER_OK)
+        die("ember_open %s: %s", path, ember_errmsg(db));
+    return db;
+}
+
+/* Drops the pages of PATH's data file from the page cache. */
+static void evict(const char *path)
+{
+    char file[4200];
+    int fd, rc;
+
+    snprintf(file, sizeof file, "%s/data.mdb", path);
+    if ((fd = open(file, O_RDONLY)) < 0)
+        die("open %s: %s", file, strerror(errno));
+    rc = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    close(fd);
+    if (rc != 0)
+        die("posix_fadvise %s: %s", file, strerror(rc));
+}
+
+/* ---- the queries ------------------------------------------------------------- */
+
+enum {                          /* what a query does, engine side */
+    OP_MERGE = 1,               /* ember_merge + em_rprofile_build */
+    OP_MERGE_BY,                /* label_values, then a merge per value */
+    OP_DIFF,                    /* two merges, both resolved */
+    OP_FOCUS,                   /* merge with sel.focus, resolved */
+    OP_FILTER,                  /* merge, resolve all, keep matching stacks */
+    OP_TOTAL,                   /* ember_totals_get, bucketed by step */
+    OP_LVALUES,                 /* ember_label_values */
+    OP_MERGE_RAW                /* ember_merge alone (throughput) */
+};
+
+typedef struct bq {
+    char name[128];             /* row label */
+    char text[512];             /* for ember_query; "" when engine only */
+    int op;
+    ember_matcher m[3];
+    size_t nm;
+    int64_t window_ms;          /* [END - window + 1, END]; 0: all time */
+    int64_t offset_ms;          /* diff: the base is this much earlier */
+    int64_t step_ms;            /* total: bucket width */
+    const char *re;             /* focus, filter: regex on function names */
+    const char *label;          /* merge by, label_values: the label */
+    dataset *d;
+    double target_s;            /* answer within this, warm; 0: no target */
+    int pair;                   /* OP_FILTER: index of the focus row */
+    uint64_t samples;           /* samples the selector reads; 0: not counted */
+} bq;
+
+/* What a query gave, to check the two paths agree. */
+typedef struct answer {
+    uint64_t groups, stacks, series, points, rows;
+    double sum, base;           /* stack values (diff: target, base) or points */
+} answer;
+
+static void sel_of(const bq *q, ember_selector *s)
+{
+    memset(s, 0, sizeof *s);
+    s->sz = sizeof *s;
+    s->type = q->op == OP_LVALUES ? NULL : CPU_TYPE;
+    s->matchers = q->m;
+    s->nmatchers = q->nm;
+    if (q->window_ms > 0) {
+        s->from_ms = END_MS - q->window_ms + 1;
+        s->to_ms = END_MS;
+    }
+}
+
+static void answer_add_rprofile(answer *a, const em_rprofile *p)
+{
+    for (size_t i = 0; i < p->nstacks; i++)
+        if (p->stacks[i].value != 0 || p->stacks[i].base != 0) {
+            a->stacks++;
+            a->sum += (double)p->stacks[i].value;
+            a->base += (double)p->stacks[i].base;
+        }
+    a->groups++;
+}
+
+/* Merges SEL and resolves it into *P. */
+static int merge_resolve(ember_db *db, const ember_selector *sel, em_rprofile *p)
+{
+    ember_merged *m = NULL;
+    int rc = ember_merge(db, sel, &m);
+
+    if (rc == EMBER_OK)
+        rc = em_rprofile_build(db, m, sel->type, NULL, p);
+    ember_merged_free(m);
+    return rc;
+}
+
+static int eng_merge(ember_db *db, const bq *q, answer *a)
+{
+    ember_selector s;
+    em_rprofile p;
+    int rc;
+
+    sel_of(q, &s);
+    if (q->op == OP_FOCUS)
+        s.focus = q->re;
+    if ((rc = merge_resolve(db, &s, &p)) != EMBER_OK)
+        return rc;
+    answer_add_rprofile(a, &p);
+    em_rprofile_free(&p);
+    return EMBER_OK;
+}
+
+static int eng_merge_raw(ember_db *db, const bq *q, answer *a)
+{
+    ember_selector s;
+    ember_merged *m;
+    const int64_t *v;
+    int rc;
+
+    sel_of(q, &s);
+    if ((rc = ember_merge(db, &s, &m)) != EMBER_OK)
+        return rc;
+    a->groups = 1;
+    a->stacks = ember_merged_samples(m, NULL, &v);
+    for (uint64_t i = 0; i < a->stacks; i++)
+        a->sum += (double)v[i];
+    ember_merged_free(m);
+    return EMBER_OK;
+}
+
+/* One merge per value of the label, as `merge by (label)` gives. */
+static int eng_merge_by(ember_db *db, const bq *q, answer *a)
+{
+    ember_selector s;
+    ember_strlist *vals = NULL;
+    ember_matcher m[4];
+    int rc;
+
+    sel_of(q, &s);
+    if ((rc = ember_label_values(db, q->label, &s, &vals)) != EMBER_OK)
+        return rc;
+    memcpy(m, q->m, q->nm * sizeof *m);
+    s.matchers = m;
+    s.nmatchers = q->nm + 1;
+    for (size_t i = 0; rc == EMBER_OK && i < ember_strlist_count(vals); i++) {
+        em_rprofile p;
+        m[q->nm] = (ember_matcher){ q->label, ember_strlist_get(vals, i), EMBER_MATCH_EQ };
+        if ((rc = merge_resolve(db, &s, &p)) == EMBER_OK) {
+            answer_add_rprofile(a, &p);
+            em_rprofile_free(&p);
+        }
+    }
+    ember_strlist_free(vals);
+    return rc;
+}
+
+/* Stacks in the union of two stack-ordered merges (with non-zero values). */
+static uint64_t union_count(const ember_merged *x, const ember_merged *y)
+{
+    const uint32_t *sx, *sy;
+    const int64_t *vx, *vy;
+    size_t nx = ember_merged_samples(x, &sx, &vx), ny = ember_merged_samples(y, &sy, &vy);
+    size_t i = 0, j = 0;
+    uint64_t n = 0;
+
+    while (i < nx || j < ny) {
+        bool take_x = j == ny || (i < nx && sx[i] <= sy[j]);
+        bool take_y = i == nx || (j < ny && sy[j] <= sx[i]);
+        n += (take_x && vx[i] != 0) || (take_y && vy[j] != 0);
+        i += take_x;
+        j += take_y;
+    }
+    return n;
+}
+
+/* Base and target merged and resolved through one snapshot. */
+static int eng_diff(ember_db *db, const bq *q, answer *a)
+{
+    ember_selector s;
+    ember_merged *m[2] = { NULL, NULL };
+    ember_snapshot *snap = NULL;
+    em_rprofile p[2];
+    int rc, built = 0;
+
+    sel_of(q, &s);
+    s.from_ms -= q->offset_ms;
+    s.to_ms -= q->offset_ms;
+    rc = ember_merge(db, &s, &m[0]);
+    sel_of(q, &s);
+    if (rc == EMBER_OK)
+        rc = ember_merge(db, &s, &m[1]);
+    if (rc == EMBER_OK)
+        rc = ember_snapshot_begin(db, &snap);
+    for (; rc == EMBER_OK && built < 2; built++)
+        rc = em_rprofile_build(db, m[built], CPU_TYPE, snap, &p[built]);
+    if (rc == EMBER_OK) {
+        answer tmp[2];
+        memset(tmp, 0, sizeof tmp);
+        answer_add_rprofile(&tmp[0], &p[0]);
+        answer_add_rprofile(&tmp[1], &p[1]);
+        a->groups = 1;
+        a->stacks = union_count(m[0], m[1]);
+        a->sum = tmp[1].sum;
+        a->base = tmp[0].sum;
+    }
+    while (built-- > 0 && rc == EMBER_OK)
+        em_rprofile_free(&p[built]);
+    ember_snapshot_end(snap);
+    ember_merged_free(m[0]);
+    ember_merged_free(m[1]);
+    return rc;
+}
+
+/* Whether any frame of stack I of P (its names in NAMES) is a function
+** whose name matches RE;
+** MEMO caches the answer per name id (0 unknown, 1 no, 2 yes). */
+static bool stack_through(const em_rprofile *p, const em_strtab *names, size_t i,
+                          const em_regex *re, uint8_t *memo)
+{
+    const em_rstack *s = &p->stacks[i];
+
+    for (size_t k = 0; k < s->nframes; k++) {
+        uint32_t fn = p->frames[s->first + k].fn;
+        if (memo[fn] == 0) {
+            const char *name = em_strtab_get(names, fn);
+            memo[fn] = em_regex_match(re, name, strlen(name)) ? 2 : 1;
+        }
+        if (memo[fn] == 2)
+            return true;
+    }
+    return false;
+}
+
+/* Focus without function postings: merge, resolve every stack, then keep
+** the stacks through a matching function in a new resolved profile. */
+static int eng_filter(ember_db *db, const bq *q, answer *a)
+{
+    ember_selector s;
+    em_rprofile all, kept;
+    em_regex *re = NULL;
+    uint8_t *memo = NULL;
+    int rc;
+
+    sel_of(q, &s);
+    if ((rc = merge_resolve(db, &s, &all)) != EMBER_OK)
+        return rc;
+    rc = em_rprofile_init(&kept, CPU_TYPE);
+    if (rc == EMBER_OK) {       /* the kept frames name the same functions */
+        em_strtab_free(&kept.names);
+        kept.names = all.names;
+        memset(&all.names, 0, sizeof all.names);
+        rc = em_regex_compile(q->re, &re);
+    }
+    if (rc == EMBER_OK && (memo = calloc(kept.names.count + 1, 1)) == NULL)
+        rc = EMBER_ENOMEM;
+    for (size_t i = 0; rc == EMBER_OK && i < all.nstacks; i++)
+        if (all.stacks[i].value != 0 && stack_through(&all, &kept.names, i, re, memo))
+            rc = em_rprofile_add(&kept, all.frames + all.stacks[i].first,
+                                 all.stacks[i].nframes, all.stacks[i].value);
+    if (rc == EMBER_OK)
+        answer_add_rprofile(a, &kept);
+    free(memo);
+    em_regex_free(re);
+    em_rprofile_free(&kept);
+    em_rprofile_free(&all);
+    return rc;
+}
+
+/* Per-series totals summed into buckets of q->step_ms from the range start. */
+static int eng_total(ember_db *db, const bq *q, answer *a)
+{
+    ember_selector s;
+    ember_totals *t;
+    size_t nb = (size_t)(q->window_ms / q->step_ms) + 1;
+    double *b = xmalloc(nb * sizeof *b);
+    uint8_t *used = xmalloc(nb);
+    int rc;
+
+    sel_of(q, &s);
+    if ((rc = ember_totals_get(db, &s, &t)) != EMBER_OK)
+        goto out;
+    a->series = ember_totals_count(t);
+    for (size_t i = 0; i < a->series; i++) {
+        const int64_t *times, *vals;
+        uint32_t id;
+        size_t n;
+        ember_totals_series(t, i, &id, &times, &vals, &n);
+        memset(used, 0, nb);
+        for (size_t k = 0; k < n; k++) {
+            size_t j = (size_t)((times[k] - s.from_ms) / q->step_ms);
+            b[j] = used[j] ? b[j] + (double)vals[k] : (double)vals[k];
+            used[j] = 1;
+        }
+        for (size_t j = 0; j < nb; j++)
+            if (used[j]) {
+                a->points++;
+                a->sum += b[j];
+            }
+    }
+    ember_totals_free(t);
+out:
+    free(b);
+    free(used);
+    return rc;
+}
+
+static int eng_lvalues(ember_db *db, const bq *q, answer *a)
+{
+    ember_selector s;
+    ember_strlist *l;
+    int rc;
+
+    sel_of(q, &s);
+    if ((rc = ember_label_values(db, q->label, &s, &l)) != EMBER_OK)
+        return rc;
+    a->rows = ember_strlist_count(l);
+    ember_strlist_free(l);
+    return EMBER_OK;
+}
+
+/* Runs Q through the engine calls; *A gets the answer. */
+static int run_engine(ember_db *db, const bq *q, answer *a)
+{
+    memset(a, 0, sizeof *a);
+    switch (q->op) {
+    case OP_MERGE:
+    case OP_FOCUS:
+        return eng_merge(db, q, a);
+    case OP_MERGE_BY:
+        return eng_merge_by(db, q, a);
+    case OP_DIFF:
+        return eng_diff(db, q, a);
+    case OP_FILTER:
+        return eng_filter(db, q, a);
+    case OP_TOTAL:
+        return eng_total(db, q, a);
+    case OP_LVALUES:
+        return eng_lvalues(db, q, a);
+    default:
+        return eng_merge_raw(db, q, a);
+    }
+}
+
+/* The answer of an ember_query result (untimed: walks every stack). */
+static void answer_of(ember_result *r, answer *a)
+{
+    int kind = ember_result_kind(r);
+
+    memset(a, 0, sizeof *a);
+    if (kind == EMBER_RESULT_PROFILE || kind == EMBER_RESULT_DIFF) {
+        a->groups = ember_result_groups(r);
+        for (size_t g = 0; g < a->groups; g++) {
+            size_t n;
+            ember_result_group(r, g, NULL, NULL, &n);
+            for (size_t j = 0; j < n; j++) {
+                const ember_frame *f;
+                size_t nf;
+                int64_t v, b;
+                if (ember_result_stack(r, g, j, &f, &nf, &v, &b) != EMBER_OK ||
+                    (v == 0 && b == 0))
+                    continue;
+                a->stacks++;
+                a->sum += (double)v;
+                a->base += (double)b;
+            }
+        }
+    } else if (kind == EMBER_RESULT_SERIES) {
+        a->series = ember_result_series_count(r);
+        for (size_t i = 0; i < a->series; i++) {
+            const int64_t *t;
+            const double *v;
+            size_t n;
+            ember_result_series(r, i, NULL, NULL, &t, &v, &n);
+            a->points += n;
+            for (size_t k = 0; k < n; k++)
+                a->sum += v[k];
+        }
+    } else if (kind == EMBER_RESULT_TABLE) {
+        a->rows = ember_result_rows(r);
+    }
+}
+
+static void query_opts(const bq *q, ember_query_opts *qo)
+{
+    memset(qo, 0, sizeof *qo);
+    qo->sz = sizeof *qo;
+    if (q->window_ms > 0) {
+        qo->from_ms = END_MS - q->window_ms + 1;
+        qo->to_ms = END_MS;
+    }
+    qo->step_ms = q->step_ms;
+    qo->now_ms = END_MS;
+}
+
+/* ---- timing ------------------------------------------------------------------ */
+
+enum { PATH_QUERY = 0, PATH_ENGINE = 1 };
+
+typedef struct timing {
+    double wall, cpu;           /* medians, seconds; < 0: not measured */
+    answer ans;
+    char err[200];              /* why it failed, "" when it did not */
+} timing;
+
+/* One run of Q on PATH, timed; the result is walked and freed after. */
+static int run_once(ember_db *db, const bq *q, int path, double *wall, double *cpu,
+                    answer *a)
+{
+    double w0 = now(), c0 = cpu_now();
+    int rc;
+
+    if (path == PATH_QUERY) {
+        ember_query_opts qo;
+        ember_result *r = NULL;
+        query_opts(q, &qo);
+        rc = ember_query(db, q->text, &qo, &r);
+        *wall = now() - w0;
+        *cpu = cpu_now() - c0;
+        if (rc == EMBER_OK)
+            answer_of(r, a);
+        ember_result_free(r);
+    } else {
+        rc = run_engine(db, q, a);
+        *wall = now() - w0;
+        *cpu = cpu_now() - c0;
+    }
+    return rc;
+}
+
+/* Warm: one untimed run, then RUNS timed ones on the open handle. */
+static void time_warm(dataset *d, const bq *q, int path, int runs, timing *t)
+{
+    double w[MAX_RUNS], c[MAX_RUNS];
+    int rc = run_once(d->db, q, path, &w[0], &c[0], &t->ans);
+
+    t->wall = t->cpu = -1;
+    for (int r = 0; rc == EMBER_OK && r < runs; r++)
+        rc = run_once(d->db, q, path, &w[r], &c[r], &t->ans);
+    if (rc != EMBER_OK) {
+        snprintf(t->err, sizeof t->err, "%s: %s", ember_strerror(rc),
+                 ember_errmsg(NULL));
+        return;
+    }
+    t->wall = median(w, runs);
+    t->cpu = median(c, runs);
+}
+
+/* Cold-ish: per run, close, evict the data file, then open + query timed. */
+static void time_cold(dataset *d, const bq *q, int path, int runs, timing *t)
+{
+    double w[MAX_RUNS], c[MAX_RUNS];
+    int rc = EMBER_OK;
+
+    t->wall = t->cpu = -1;
+    for (int r = 0; rc == EMBER_OK && r < runs; r++) {
+        double w0, c0, qw, qc;
+        ember_close(d->db);
+        evict(d->path);
+        w0 = now();
+        c0 = cpu_now();
+        d->db = db_open(d->path);
+        w[r] = now() - w0;
+        c[r] = cpu_now() - c0;
+        rc = run_once(d->db, q, path, &qw, &qc, &t->ans);
+        w[r] += qw;
+        c[r] += qc;
+    }
+    if (rc != EMBER_OK) {
+        snprintf(t->err, sizeof t->err, "%s: %s", ember_strerror(rc),
+                 ember_errmsg(NULL));
+        return;
+    }
+    t->wall = median(w, runs);
+    t->cpu = median(c, runs);
+}
+
+/* Samples Q's selector reads (its points; with a focus, those of the focus
+** stacks only), counted through ember_select. */
+static uint64_t count_samples(ember_db *db, const bq *q)
+{
+    ember_selector s;
+    ember_iter *it;
+    ember_point p;
+    uint64_t n = 0;
+    int rc;
+
+    sel_of(q, &s);
+    if (q->op == OP_FOCUS)
+        s.focus = q->re;
+    check(ember_select(db, &s, &it), "select");
+    while ((rc = ember_iter_next(it, &p)) == EMBER_OK)
+        n++;
+    check(rc == EMBER_DONE ? EMBER_OK : rc, "select next");
+    ember_iter_free(it);
+    return n;
+}
+
+/* ---- the query set ------------------------------------------------------------- */
+
+typedef struct qset {
+    bq q[MAX_QUERIES];
+    int n;
+    const char *service, *pod;  /* the service and pod queried */
+    char re[256];               /* the focus regex */
+    char fn[256];               /* the function it names */
+} qset;
+
+/* Escapes regex metacharacters of NAME into OUT (a literal regex). */
+static void regex_quote(const char *name, char *out, size_t cap)
+{
+    size_t k = 0;
+
+    for (const char *c = name; *c != '\0' && k + 3 < cap; c++) {
+        if (strchr("\\.+*?()|[]{}^$", *c) != NULL)
+            out[k++] = '\\';
+        out[k++] = *c;
+    }
+    out[k] = '\0';
+}
+
+static bq *add(qset *s, dataset *d, int op, const char *name, int64_t window)
+{
+    bq *q;
+
+    if (s->n == MAX_QUERIES)
+        die("more than %d queries: raise MAX_QUERIES", MAX_QUERIES);
+    q = &s->q[s->n++];
+    memset(q, 0, sizeof *q);
+    snprintf(q->name, sizeof q->name, "%s", name);
+    q->op = op;
+    q->d = d;
+    q->window_ms = window;
+    return q;
+}
+
+static void pin_series(const qset *s, bq *q)
+{
+    q->m[0] = (ember_matcher){ "service", s->service, EMBER_MATCH_EQ };
+    q->m[1] = (ember_matcher){ "pod", s->pod, EMBER_MATCH_EQ };
+    q->nm = 2;
+}
+
+static void pin_service(const qset *s, bq *q)
+{
+    q->m[0] = (ember_matcher){ "service", s->service, EMBER_MATCH_EQ };
+    q->nm = 1;
+}
+
+/* Focus through the postings and the filter path, over 1 h of a service
+** and a day of a series; each filter row names its focus row. */
+static void focus_queries(qset *s, dataset *d, int64_t day, const char *dayname)
+{
+    char name[128];
+
+    for (int k = 0; k < 2; k++) {
+        bq *f, *q;
+        snprintf(name, sizeof name, "focus, 1 %s, %s", k ? "series" : "service",
+                 k ? dayname : "1 h");
+        f = add(s, d, OP_FOCUS, name, k ? day : HOUR_MS);
+        if (k)
+            pin_series(s, f);
+        else
+            pin_service(s, f);
+        f->re = s->re;
+        if (k)
+            snprintf(f->text, sizeof f->text, "focus(%s{service=\"%s\", pod=\"%s\"}, `%s`)",
+                     CPU_TYPE, s->service, s->pod, s->re);
+        else
+            snprintf(f->text, sizeof f->text, "focus(%s{service=\"%s\"}, `%s`)", CPU_TYPE,
+                     s->service, s->re);
+        snprintf(name, sizeof name, "  the same as merge + resolve + filter on names");
+        q = add(s, d, OP_FILTER, name, f->window_ms);
+        memcpy(q->m, f->m, sizeof q->m);
+        q->nm = f->nm;
+        q->re = s->re;
+        q->pair = s->n - 2;
+    }
+}
+
+/* Rows on the main data set; DAY is 24 h (or the data set's span). */
+static void main_queries(qset *s, dataset *d, int64_t day, const char *dayname)
+{
+    const char *T = CPU_TYPE;
+    char name[128];
+    bq *q;
+
+    q = add(s, d, OP_MERGE, "merge, 1 series, 1 h", HOUR_MS);
+    pin_series(s, q);
+    snprintf(q->text, sizeof q->text, "%s{service=\"%s\", pod=\"%s\"}", T, s->service, s->pod);
+    q->target_s = 0.1;
+    snprintf(name, sizeof name, "merge, 1 series, %s", dayname);
+    q = add(s, d, OP_MERGE, name, day);
+    pin_series(s, q);
+    snprintf(q->text, sizeof q->text, "%s", s->q[s->n - 2].text);
+    q->target_s = 0.1;
+    q = add(s, d, OP_MERGE, "merge, 1 service, 1 h", HOUR_MS);
+    pin_service(s, q);
+    snprintf(q->text, sizeof q->text, "%s{service=\"%s\"}", T, s->service);
+    q = add(s, d, OP_MERGE_BY, "merge by (pod), 1 service, 1 h", HOUR_MS);
+    pin_service(s, q);
+    q->label = "pod";
+    snprintf(q->text, sizeof q->text, "merge by (pod) (%s{service=\"%s\"})", T, s->service);
+    q = add(s, d, OP_DIFF, "diff of two hours, 1 service", HOUR_MS);
+    pin_service(s, q);
+    q->offset_ms = HOUR_MS;
+    snprintf(q->text, sizeof q->text, "diff(%s{service=\"%s\"} offset 1h, %s{service=\"%s\"})",
+             T, s->service, T, s->service);
+    focus_queries(s, d, day, dayname);
+    snprintf(name, sizeof name, "total, 1 series, %s, step 5m", dayname);
+    q = add(s, d, OP_TOTAL, name, day);
+    pin_series(s, q);
+    q->step_ms = 300000;
+    snprintf(q->text, sizeof q->text, "total(%s{service=\"%s\", pod=\"%s\"})", T,
+             s->service, s->pod);
+    snprintf(name, sizeof name, "total, 1 service, %s, step 5m", dayname);
+    q = add(s, d, OP_TOTAL, name, day);
+    pin_service(s, q);
+    q->step_ms = 300000;
+    snprintf(q->text, sizeof q->text, "total(%s{service=\"%s\"})", T, s->service);
+}
+
+/* label_values under matchers on the 100k-series data set. */
+static void label_queries(qset *s, dataset *d)
+{
+    char name[128];
+    bq *q;
+
+    snprintf(name, sizeof name, "label_values(pod) under service=, %zuk series",
+             gen_nseries(d->g) / 1000);
+    q = add(s, d, OP_LVALUES, name, 0);
+    q->label = "pod";
+    q->m[0] = (ember_matcher){ "service", gen_series_label(d->g, 0, "service"),
+                               EMBER_MATCH_EQ };
+    q->nm = 1;
+    snprintf(q->text, sizeof q->text, "label_values(pod, {service=\"%s\"})", q->m[0].value);
+    snprintf(name, sizeof name, "label_values(pod) under namespace= and service=~, %zuk series",
+             gen_nseries(d->g) / 1000);
+    q = add(s, d, OP_LVALUES, name, 0);
+    q->label = "pod";
+    q->m[0] = (ember_matcher){ "namespace", gen_series_label(d->g, 0, "namespace"),
+                               EMBER_MATCH_EQ };
+    q->m[1] = (ember_matcher){ "service", "(api|checkout|cart|search).*", EMBER_MATCH_RE };
+    q->nm = 2;
+    snprintf(q->text, sizeof q->text,
+             "label_values(pod, {namespace=\"%s\", service=~\"%s\"})", q->m[0].value,
+             q->m[1].value);
+}
+
+/* ember_merge alone over a day, for samples/s. */
+static void throughput_queries(qset *s, dataset *d, int64_t day, const char *dayname)
+{
+    char name[128];
+    bq *q;
+
+    snprintf(name, sizeof name, "ember_merge alone, 1 series, %s", dayname);
+    q = add(s, d, OP_MERGE_RAW, name, day);
+    pin_series(s, q);
+    snprintf(name, sizeof name, "ember_merge alone, 1 service, %s", dayname);
+    q = add(s, d, OP_MERGE_RAW, name, day);
+    pin_service(s, q);
+}
+
+/* ---- running and reporting ------------------------------------------------------- */
+
+typedef struct outcome {
+    timing query, engine, cold;
+    bool same;                  /* both paths gave the same answer */
+} outcome;
+
+static bool answers_agree(const answer *a, const answer *b)
+{
+    double tol = 1e-9 * (fabs(a->sum) + fabs(b->sum)) + 1e-6;
+
+    return a->groups == b->groups && a->stacks == b->stacks && a->series == b->series &&
+           a->points == b->points && a->rows == b->rows && fabs(a->sum - b->sum) <= tol &&
+           fabs(a->base - b->base) <= tol;
+}
+
+static const char *answer_text(const bq *q, const answer *a, char *buf, size_t cap)
+{
+    char h1[32], h2[32];
+
+    if (q->op == OP_LVALUES)
+        snprintf(buf, cap, "%llu values", (unsigned long long)a->rows);
+    else if (q->op == OP_TOTAL)
+        snprintf(buf, cap, "%llu series, %llu points", (unsigned long long)a->series,
+                 (unsigned long long)a->points);
+    else
+        snprintf(buf, cap, "%llu group%s, %s stacks, total %s", (unsigned long long)a->groups,
+                 a->groups == 1 ? "" : "s", human((double)a->stacks, h1, sizeof h1),
+                 human(a->sum, h2, sizeof h2));
+    return buf;
+}
+
+static void run_all(qset *s, outcome *out, const opts *o)
+{
+    for (int i = 0; i < s->n; i++) {
+        bq *q = &s->q[i];
+        outcome *r = &out[i];
+        bool has_text = q->text[0] != '\0';
+        char b1[32], b2[32];
+
+        memset(r, 0, sizeof *r);
+        r->query.wall = r->engine.wall = r->cold.wall = -1;
+        if (o->only != NULL && strstr(q->name, o->only) == NULL && (q->op != OP_FILTER ||
+            strstr(s->q[q->pair].name, o->only) == NULL))
+            continue;
+        if (q->d->db == NULL)
+            q->d->db = db_open(q->d->path);
+        if (q->op == OP_MERGE_RAW || q->op == OP_MERGE || q->op == OP_FOCUS ||
+            q->op == OP_FILTER)
+            q->samples = count_samples(q->d->db, q);
+        if (has_text)
+            time_warm(q->d, q, PATH_QUERY, o->runs, &r->query);
+        time_warm(q->d, q, PATH_ENGINE, o->runs, &r->engine);
+        if (r->engine.wall < 0)
+            die("%s: engine path failed: %s", q->name, r->engine.err);
+        if (o->cold_runs > 0)
+            time_cold(q->d, q, r->query.wall >= 0 ? PATH_QUERY : PATH_ENGINE,
+                      o->cold_runs, &r->cold);
+        r->same = r->query.wall < 0 || answers_agree(&r->query.ans, &r->engine.ans);
+        if (!r->same)
+            note("WARNING: %s: ember_query and the engine calls disagree", q->name);
+        note("%-52s query %s, engine %s%s%s", q->name,
+             ms_text(r->query.wall, b1, sizeof b1), ms_text(r->engine.wall, b2, sizeof b2),
+             r->query.err[0] ? "; ember_query: " : "", r->query.err);
+    }
+}
+
+/* "12.1 ms (wall 12.3 ms)": CPU time first, the figure verdicts use */
+static const char *time_cell(const timing *t, char *buf, size_t cap)
+{
+    char w[32], c[32];
+
+    if (t->err[0] != '\0')
+        snprintf(buf, cap, "failed (below)");
+    else if (t->wall < 0)
+        snprintf(buf, cap, "-");
+    else
+        snprintf(buf, cap, "%s (wall %s)", ms_text(t->cpu, c, sizeof c),
+                 ms_text(t->wall, w, sizeof w));
+    return buf;
+}
+
+static void md_cell(const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '|')
+            putchar('\\');
+        putchar(*s);
+    }
+}
+
+static const char *verdict(bool measured, bool ok)
+{
+    return !measured ? "" : ok ? "PASS" : "MISS";
+}
+
+/* The latency table: one row per query. */
+static void print_latency(const qset *s, const outcome *out)
+{
+    printf("\n| query | ember_query, warm | engine calls, warm | cold-ish (open + query) "
+           "| answer | target | |\n|---|---:|---:|---:|---|---|---|\n");
+    for (int i = 0; i < s->n; i++) {
+        const bq *q = &s->q[i];
+        const outcome *r = &out[i];
+        const timing *best = r->query.wall >= 0 ? &r->query : &r->engine;
+        char c1[64], c2[64], c3[64], a[96], tg[32];
+        if (r->engine.wall < 0)
+            continue;
+        fputs("| ", stdout);
+        md_cell(q->name);
+        if (q->text[0] != '\0') {      /* `` `` when the text holds a ` */
+            const char *tick = strchr(q->text, '`') != NULL ? "``" : "`";
+            printf(": %s%s", tick, tick[1] ? " " : "");
+            md_cell(q->text);
+            printf("%s%s", tick[1] ? " " : "", tick);
+        }
+        tg[0] = '\0';
+        if (q->target_s > 0)
+            snprintf(tg, sizeof tg, "< %.0f ms", q->target_s * 1e3);
+        printf(" | %s | %s | %s | %s%s | %s | %s |\n", time_cell(&r->query, c1, sizeof c1),
+               time_cell(&r->engine, c2, sizeof c2), time_cell(&r->cold, c3, sizeof c3),
+               answer_text(q, &best->ans, a, sizeof a), r->same ? "" : " (paths DIFFER)",
+               tg, verdict(q->target_s > 0, best->cpu < q->target_s));
+    }
+    for (int i = 0; i < s->n; i++)
+        if (out[i].query.err[0] != '\0' || out[i].cold.err[0] != '\0')
+            printf("\n%s: ember_query failed: %s%s\n", s->q[i].name, out[i].query.err,
+                   out[i].cold.err);
+}
+
+/* The issue's targets, each with its figure. */
+static void print_targets(const qset *s, const outcome *out)
+{
+    printf("\n| figure | value | target | |\n|---|---:|---|---|\n");
+    for (int i = 0; i < s->n; i++) {
+        const bq *q = &s->q[i];
+        const outcome *r = &out[i];
+        char h[32], h2[32], h3[32], h4[32];
+        if (r->engine.wall < 0)
+            continue;
+        if (q->op == OP_MERGE_RAW || (q->op == OP_MERGE && q->window_ms > HOUR_MS)) {
+            const timing *t = q->op == OP_MERGE_RAW ? &r->engine
+                            : r->query.wall >= 0 ? &r->query : &r->engine;
+            double v = (double)q->samples / t->cpu;
+            printf("| merge throughput, %s%s (%s samples read), samples per CPU second "
+                   "(per wall second: %s) | %s | >= 20M | %s |\n", q->name,
+                   q->op == OP_MERGE_RAW ? "" : t == &r->query ? ", whole ember_query"
+                                                              : ", merge + resolve",
+                   human((double)q->samples, h, sizeof h),
+                   human((double)q->samples / t->wall, h2, sizeof h2),
+                   human(v, h3, sizeof h3), verdict(true, v >= 20e6));
+        }
+        if (q->op == OP_FILTER) {
+            const outcome *f = &out[q->pair];
+            const timing *ft = f->query.wall >= 0 ? &f->query : &f->engine;
+            double ratio = r->engine.cpu / ft->cpu;
+            printf("| %s (keeps %s of %s samples): filter path %s / focus %s (%s), CPU "
+                   "| %.1fx | >= 10x | %s |\n", s->q[q->pair].name,
+                   human((double)s->q[q->pair].samples, h3, sizeof h3),
+                   human((double)q->samples, h4, sizeof h4),
+                   ms_text(r->engine.cpu, h, sizeof h), ms_text(ft->cpu, h2, sizeof h2),
+                   ft == &f->query ? "ember_query" : "engine calls", ratio,
+                   verdict(true, ratio >= 10));
+            if (!answers_agree(&r->engine.ans, &ft->ans))
+                printf("| WARNING: focus and filter answers differ | | | |\n");
+        }
+        if (q->op == OP_MERGE && q->target_s > 0 && q->window_ms > HOUR_MS) {
+            const timing *t = r->query.wall >= 0 ? &r->query : &r->engine;
+            printf("| %s, warm CPU / warm wall / cold-ish wall | %s / %s / %s | < 100 ms "
+                   "| %s |\n", q->name, ms_text(t->cpu, h, sizeof h),
+                   ms_text(t->wall, h2, sizeof h2), ms_text(r->cold.wall, h3, sizeof h3),
+                   verdict(true, t->cpu < 0.1));
+        }
+    }
+}
+
+/* ---- main ------------------------------------------------------------------------- */
+
+static void usage(void)
+{
+    fprintf(stderr,
+            "usage: bench_query [--quick] [--dir DIR] [--runs N] [--cold-runs N]\n"
+            "                   [--pods N] [--hours H] [--label-series N] [--seed S]\n"
+            "                   [--only SUBSTRING] [--rebuild]\n");
+    exit(2);
+}
+
+static double num(int argc, char **argv, int *i)
+{
+    char *end;
+    double v;
+
+    if (*i + 1 >= argc)
+        usage();
+    v = strtod(argv[++*i], &end);
+    if (*end != '\0' || v < 0 || !isfinite(v))
+        die("bad number for %s: %s", argv[*i - 1], argv[*i]);
+    return v;
+}
+
+static void parse(opts *o, int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--quick") == 0)
+            o->quick = true;
+    o->pods = o->quick ? 20 : 100;
+    o->hours = o->quick ? 3 : 24;
+    o->label_series = o->quick ? 20000 : 100000;
+    o->runs = o->quick ? 3 : 7;
+    o->cold_runs = 3;
+    o->seed = 1;
+    o->dir = "build/bench-data";
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--quick") == 0)
+            continue;
+        else if (strcmp(argv[i], "--pods") == 0)
+            o->pods = (uint32_t)num(argc, argv, &i);
+        else if (strcmp(argv[i], "--hours") == 0)
+            o->hours = num(argc, argv, &i);
+        else if (strcmp(argv[i], "--label-series") == 0)
+            o->label_series = (uint32_t)num(argc, argv, &i);
+        else if (strcmp(argv[i], "--runs") == 0)
+            o->runs = (int)num(argc, argv, &i);
+        else if (strcmp(argv[i], "--cold-runs") == 0)
+            o->cold_runs = (int)num(argc, argv, &i);
+        else if (strcmp(argv[i], "--seed") == 0)
+            o->seed = (uint64_t)num(argc, argv, &i);
+        else if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc)
+            o->dir = argv[++i];
+        else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
+            o->only = argv[++i];
+        else if (strcmp(argv[i], "--rebuild") == 0)
+            o->rebuild = true;
+        else
+            usage();
+    }
+    if (o->pods < 1 || o->hours < 2 || o->label_series < GEN_NTYPES || o->runs < 1 ||
+        o->runs > MAX_RUNS || o->cold_runs > MAX_RUNS)
+        usage();
+}
+
+static void print_header(const opts *o, const dataset *m, const dataset *l)
+{
+    printf("Ember %s query benchmark (issue 4). Main data set: %zu series (%u pods x "
+           "CPU samples and alloc_space, 8 services), one profile per series every "
+           "10 s over %g h, %zu stacks in the pool, %zu functions: %s. Label data "
+           "set: %zu series: %s. Queries use %s; service \"%s\" (%u pods of it per "
+           "type), pod \"%s\". Warm: median of %d runs after one; cold-ish: median "
+           "of %d runs, each after dropping the data file from the page cache and "
+           "reopening. Times: CPU time of the query's thread, wall clock in "
+           "parentheses; verdicts on CPU time.\n",
+           EMBER_VERSION_STRING, gen_nseries(m->g), o->pods, o->hours, gen_nstacks(m->g),
+           gen_nfunctions(m->g), m->info, gen_nseries(l->g), l->info, CPU_TYPE,
+           gen_series_label(m->g, 0, "service"), (o->pods + 7) / 8,
+           gen_series_label(m->g, 0, "pod"), o->runs, o->cold_runs);
+}
+
+int main(int argc, char **argv)
+{
+    opts o;
+    dataset main_d, lab_d;
+    gen_config mc, lc;
+    qset *s = calloc(1, sizeof *s);
+    outcome *out = calloc(MAX_QUERIES, sizeof *out);
+    char name[128], dayname[32];
+    int64_t day;
+    double t0 = now();
+
+    memset(&o, 0, sizeof o);
+    parse(&o, argc, argv);
+    if (s == NULL || out == NULL)
+        die("out of memory");
+    if (mkdir(o.dir, 0755) != 0 && errno != EEXIST)
+        die("mkdir %s: %s", o.dir, strerror(errno));
+    mc = main_config(&o);
+    lc = labels_config(&o);
+    snprintf(name, sizeof name, "query-p%u-h%g-s%llu", o.pods, o.hours,
+             (unsigned long long)o.seed);
+    dataset_open(&main_d, &o, &mc, name, BATCH);
+    snprintf(name, sizeof name, "query-labels-%u-s%llu", o.label_series,
+             (unsigned long long)o.seed);
+    dataset_open(&lab_d, &o, &lc, name, 1000);
+    day = o.hours >= 24 ? 24 * HOUR_MS : (int64_t)(o.hours * (double)HOUR_MS);
+    snprintf(dayname, sizeof dayname, "%g h", (double)day / (double)HOUR_MS);
+    s->service = gen_series_label(main_d.g, 0, "service");
+    s->pod = gen_series_label(main_d.g, 0, "pod");
+    snprintf(s->fn, sizeof s->fn, "%s", gen_shift_function(main_d.g));
+    regex_quote(s->fn, s->re, sizeof s->re);
+    main_queries(s, &main_d, day, dayname);
+    throughput_queries(s, &main_d, day, dayname);
+    label_queries(s, &lab_d);
+    print_header(&o, &main_d, &lab_d);
+    fflush(stdout);
+    run_all(s, out, &o);
+    print_latency(s, out);
+    print_targets(s, out);
+    printf("\nFocus regex: `%s` (the function %s). Total run time %.0f s.\n", s->re,
+           s->fn, now() - t0);
+    ember_close(main_d.db);
+    ember_close(lab_d.db);
+    gen_free(main_d.g);
+    gen_free(lab_d.g);
+    free(s);
+    free(out);
+    return 0;
+}

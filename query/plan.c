@@ -1,0 +1,645 @@
+/*
+** query/plan.c: the planner, from the syntax tree to a checked plan
+** (query/plan.h). It owns every static rule of the language
+** (docs/query-language.md, "Kinds"):
+**
+**   - each function's arguments have the right count and kind (a profile, a
+**     diff, a series, a table, a selector, a number, a string), with a caret
+**     under the offending argument: `focus expects a profile and a regex
+**     string: argument 2 is a number`;
+**   - regexes (matchers, focus, ignore) compile, with a caret under the
+**     string, so that no bad regex reaches the engine;
+**   - times resolve: `[range]` ends at the query's end (or now), `offset`
+**     shifts back, `@ T` pins the end or asks for the nearest profile;
+**   - profile expressions flatten into chains (a selector, a grouping, stack
+**     filters in order) and a chain's first focus and first ignore before
+**     any top are pushed down to the engine, which finds their stacks
+**     through the function postings instead of filtering resolved stacks.
+**
+** A bare selector is merge(SELECTOR) at the top and in profile arguments,
+** total(SELECTOR) in series arguments (PromQL's instant vector habit).
+*/
+#include <math.h>
+#include <stdio.h>
+
+#include "query/plan.h"
+
+typedef struct pctx {
+    const em_plan_ctx *o;
+    const char *text;
+} pctx;
+
+/* ---- functions: names, signatures, kinds ------------------------------------ */
+
+typedef struct fn_info {
+    em_fn fn;
+    const char *name;
+    const char *sig;            /* "focus expects ..." without the name */
+    unsigned min, max;          /* argument counts */
+    bool grouping;              /* takes by/without */
+    int kind;                   /* what it gives: EMBER_RESULT_* */
+} fn_info;
+
+static const fn_info fns[] = {
+    { EM_FN_MERGE, "merge", "a profile", 1, 1, true, EMBER_RESULT_PROFILE },
+    { EM_FN_DIFF, "diff", "two profiles (base, target)", 2, 2, false,
+      EMBER_RESULT_DIFF },
+    { EM_FN_FOCUS, "focus", "a profile and a regex string", 2, 2, false,
+      EMBER_RESULT_PROFILE },
+    { EM_FN_IGNORE, "ignore", "a profile and a regex string", 2, 2, false,
+      EMBER_RESULT_PROFILE },
+    { EM_FN_TOP, "top", "a profile and a number", 2, 2, false,
+      EMBER_RESULT_PROFILE },
+    { EM_FN_TOTAL, "total", "a selector", 1, 1, false, EMBER_RESULT_SERIES },
+    { EM_FN_RATE, "rate", "a series", 1, 1, false, EMBER_RESULT_SERIES },
+    { EM_FN_SUM, "sum", "a series", 1, 1, true, EMBER_RESULT_SERIES },
+    { EM_FN_AVG, "avg", "a series", 1, 1, true, EMBER_RESULT_SERIES },
+    { EM_FN_MAX, "max", "a series", 1, 1, true, EMBER_RESULT_SERIES },
+    { EM_FN_MIN, "min", "a series", 1, 1, true, EMBER_RESULT_SERIES },
+    { EM_FN_COUNT, "count", "a series", 1, 1, true, EMBER_RESULT_SERIES },
+    { EM_FN_TOPK, "topk", "a number and a series", 2, 2, true,
+      EMBER_RESULT_SERIES },
+    { EM_FN_BOTTOMK, "bottomk", "a number and a series", 2, 2, true,
+      EMBER_RESULT_SERIES },
+    { EM_FN_PROFILE_TYPES, "profile_types", "an optional selector", 0, 1,
+      false, EMBER_RESULT_TABLE },
+    { EM_FN_LABEL_NAMES, "label_names", "an optional selector", 0, 1, false,
+      EMBER_RESULT_TABLE },
+    { EM_FN_LABEL_VALUES, "label_values",
+      "a label name and an optional selector", 1, 2, false,
+      EMBER_RESULT_TABLE },
+};
+
+static const fn_info *fn_find(em_fn fn)
+{
+    for (size_t i = 0; i < EM_ARRAY_LEN(fns); i++)
+        if (fns[i].fn == fn)
+            return &fns[i];
+    return NULL;
+}
+
+static int call_kind(const em_node *n)
+{
+    const fn_info *f = fn_find(n->u.call.fn);
+    return f != NULL ? f->kind : 0;
+}
+
+/* "a number", "a series", ... for "argument 2 is ...". */
+static const char *node_desc(const em_node *n)
+{
+    switch (n->kind) {
+    case EM_NODE_SELECTOR: return "a selector";
+    case EM_NODE_NUMBER: return "a number";
+    case EM_NODE_STRING: return "a string";
+    case EM_NODE_CALL: break;
+    }
+    switch (call_kind(n)) {
+    case EMBER_RESULT_PROFILE: return "a profile";
+    case EMBER_RESULT_DIFF: return "a diff";
+    case EMBER_RESULT_SERIES: return "a series";
+    case EMBER_RESULT_TABLE: return "a table";
+    }
+    return "an unknown function";
+}
+
+/* The caret error for argument I (0-based) of call N. */
+static int arg_error(pctx *c, const em_node *n, size_t i, const char *why)
+{
+    const fn_info *f = fn_find(n->u.call.fn);
+    const em_node *a = n->u.call.args[i];
+
+    return em_query_error(c->text, a->pos, "%s expects %s: argument %zu %s%s",
+                          f->name, f->sig, i + 1, why != NULL ? why : "is ",
+                          why != NULL ? "" : node_desc(a));
+}
+
+/* Checks call N's argument count and grouping against its signature. */
+static int call_check(pctx *c, const em_node *n)
+{
+    const em_call *call = &n->u.call;
+    const fn_info *f = fn_find(call->fn);
+
+    if (f == NULL)
+        return em_query_error(c->text, call->name_pos, "unknown function");
+    if (call->nargs < f->min || call->nargs > f->max) {
+        size_t at = call->nargs > f->max ? call->args[f->max]->pos
+                                         : call->name_pos;
+        return em_query_error(c->text, at, "%s expects %s: got %zu "
+                              "argument%s", f->name, f->sig, call->nargs,
+                              call->nargs == 1 ? "" : "s");
+    }
+    if (call->grouping != EM_GROUP_NONE && !f->grouping)
+        return em_query_error(c->text, call->name_pos, "%s takes no by or "
+                              "without: only merge, sum, avg, max, min, "
+                              "count, topk and bottomk group", f->name);
+    return EMBER_OK;
+}
+
+static bool is_profile_arg(const em_node *n)
+{
+    if (n->kind == EM_NODE_SELECTOR)
+        return true;
+    return n->kind == EM_NODE_CALL &&
+           (call_kind(n) == EMBER_RESULT_PROFILE ||
+            call_kind(n) == EMBER_RESULT_DIFF);
+}
+
+static bool is_series_arg(const em_node *n)
+{
+    return n->kind == EM_NODE_SELECTOR ||
+           (n->kind == EM_NODE_CALL && call_kind(n) == EMBER_RESULT_SERIES);
+}
+
+/* ---- selectors and times ------------------------------------------------------ */
+
+/* Compiles each regex matcher of SEL so that a bad one is a caret error
+** at its value, not an engine message without a place. */
+static int sel_regexes(pctx *c, const em_sel *sel)
+{
+    for (size_t i = 0; i < sel->nmatchers; i++) {
+        const ember_matcher *m = &sel->matchers[i];
+        em_regex *re = NULL;
+        char why[256];
+        if (m->op != EMBER_MATCH_RE && m->op != EMBER_MATCH_NRE)
+            continue;
+        int rc = em_regex_compile(m->value, &re);
+        em_regex_free(re);
+        if (rc == EMBER_OK)
+            continue;
+        if (rc != EMBER_EINVAL)
+            return rc;
+        snprintf(why, sizeof why, "%s", em_errmsg());
+        return em_query_error(c->text, sel->value_pos[i], "bad regex for "
+                              "label %s: %s", m->name, why);
+    }
+    return EMBER_OK;
+}
+
+static int64_t sat_sub(int64_t a, int64_t b)
+{
+    if (b > 0 && a < INT64_MIN + b)
+        return INT64_MIN;
+    if (b < 0 && a > INT64_MAX + b)
+        return INT64_MAX;
+    return a - b;
+}
+
+/* Resolves the times of selector N: see em_psel and issue4-semantics.md
+** ("Time"). */
+static int sel_times(pctx *c, const em_node *n, em_psel *ps)
+{
+    const em_sel *sel = &n->u.sel;
+    bool all = c->o->from == 0 && c->o->to == 0;
+    int64_t end = all ? c->o->now : c->o->to, at;
+    int rc;
+
+    if (sel->at != NULL) {
+        if ((rc = em_time_parse(sel->at, c->o->now, &at)) != EMBER_OK) {
+            char why[256];
+            snprintf(why, sizeof why, "%s", em_errmsg());
+            return em_query_error(c->text, sel->at_pos, "%s", why);
+        }
+        ps->at = sat_sub(at, sel->offset_ms);
+        if (sel->range_ms == 0) {
+            ps->nearest = true;
+            ps->from = ps->to = ps->bucket_from = ps->at;
+            return EMBER_OK;
+        }
+        end = ps->at;
+    } else if (sel->range_ms == 0) {
+        /* the query's own range, shifted back by the offset */
+        if (all && sel->offset_ms == 0)
+            return EMBER_OK;
+        ps->from = all ? INT64_MIN : sat_sub(c->o->from, sel->offset_ms);
+        ps->to = sat_sub(end, sel->offset_ms);
+        ps->bucket_from = all ? 0 : ps->from;
+        return EMBER_OK;
+    } else {
+        end = sat_sub(end, sel->offset_ms);
+    }
+    ps->to = end;
+    ps->from = sat_sub(end, sel->range_ms);
+    ps->bucket_from = ps->from;
+    if (ps->from == 0 && ps->to == 0)   /* [0, 0] is not "all time" */
+        ps->to = 1;
+    return EMBER_OK;
+}
+
+static int sel_resolve(pctx *c, const em_node *n, em_psel *ps)
+{
+    int rc = sel_regexes(c, &n->u.sel);
+
+    memset(ps, 0, sizeof *ps);
+    ps->node = n;
+    if (rc == EMBER_OK)
+        rc = sel_times(c, n, ps);
+    return rc;
+}
+
+/* ---- profile chains ------------------------------------------------------------ */
+
+static bool chain_has_top(const em_pop *ops, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (ops[i].op == EM_OP_TOP)
+            return true;
+    return false;
+}
+
+static int ops_push(em_pop **ops, size_t *n, const em_pop *op)
+{
+    em_pop *a = em_realloc(*ops, (*n + 1) * sizeof *a);
+
+    if (a == NULL)
+        return em_err(EMBER_ENOMEM, "query: %zu stack filters", *n + 1);
+    a[(*n)++] = *op;
+    *ops = a;
+    return EMBER_OK;
+}
+
+/* Appends OP to chain CH (taking its regex), pushing a focus or ignore
+** down to the engine when it is the chain's first before any top. */
+static int chain_add(em_pchain *ch, em_pop op)
+{
+    bool before_top = !chain_has_top(ch->ops, ch->nops);
+    int rc;
+
+    if (op.op == EM_OP_FOCUS && before_top && ch->focus == NULL) {
+        op.pushed = true;
+        ch->focus = op.text;
+    } else if (op.op == EM_OP_IGNORE && before_top && ch->ignore == NULL) {
+        op.pushed = true;
+        ch->ignore = op.text;
+    }
+    if ((rc = ops_push(&ch->ops, &ch->nops, &op)) != EMBER_OK)
+        em_regex_free(op.re);
+    return rc;
+}
+
+static void ops_free(em_pop *ops, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        em_regex_free(ops[i].re);
+    em_free(ops);
+}
+
+static void chain_free(em_pchain *ch)
+{
+    ops_free(ch->ops, ch->nops);
+    ch->ops = NULL;
+    ch->nops = 0;
+}
+
+/* Compiles focus/ignore's regex (argument 2 of N) with a caret at it. */
+static int op_regex(pctx *c, const em_node *n, em_regex **re)
+{
+    const em_node *s = n->u.call.args[1];
+    char why[256];
+    int rc;
+
+    if (s->kind != EM_NODE_STRING)
+        return arg_error(c, n, 1, NULL);
+    rc = em_regex_compile(s->u.str, re);
+
+    if (rc != EMBER_EINVAL)
+        return rc;
+    snprintf(why, sizeof why, "%s", em_errmsg());
+    return em_query_error(c->text, s->pos, "bad regex: %s", why);
+}
+
+/* top's N: a whole number >= 1. */
+static int op_count(pctx *c, const em_node *n, size_t *out)
+{
+    const em_node *a = n->u.call.args[1];
+
+    if (a->kind != EM_NODE_NUMBER)
+        return arg_error(c, n, 1, NULL);
+    if (!(a->u.num >= 1) || a->u.num > 1e9 || a->u.num != floor(a->u.num))
+        return arg_error(c, n, 1, "must be a whole number from 1 to 1e9");
+    *out = (size_t)a->u.num;
+    return EMBER_OK;
+}
+
+static int plan_pexpr(pctx *c, const em_node *n, em_plan *p);
+
+/* Adds stack filter OP (a focus, ignore or top over P) to P: to its chain,
+** or for a diff to both sides while that commutes (a focus or ignore
+** before any top on the diff), else after the diff. */
+static int pexpr_add_op(pctx *c, const em_node *n, em_plan *p, em_pop op)
+{
+    int rc;
+
+    if (p->kind == EMBER_RESULT_PROFILE)
+        return chain_add(&p->a, op);
+    if (op.op == EM_OP_TOP || chain_has_top(p->post, p->npost)) {
+        if ((rc = ops_push(&p->post, &p->npost, &op)) != EMBER_OK)
+            em_regex_free(op.re);
+        return rc;
+    }
+    if ((rc = chain_add(&p->a, op)) != EMBER_OK)
+        return rc;
+    op.re = NULL;                       /* the target gets its own */
+    if ((rc = op_regex(c, n, &op.re)) != EMBER_OK)
+        return rc;
+    return chain_add(&p->b, op);
+}
+
+/* focus(P, "re"), ignore(P, "re"), top(P, N). */
+static int plan_filter(pctx *c, const em_node *n, em_plan *p)
+{
+    const em_node *arg = n->u.call.args[0];
+    em_fn fn = n->u.call.fn;
+    em_pop op = { .op = fn == EM_FN_FOCUS ? EM_OP_FOCUS
+                        : fn == EM_FN_IGNORE ? EM_OP_IGNORE : EM_OP_TOP };
+    int rc;
+
+    if (!is_profile_arg(arg))
+        return arg_error(c, n, 0, NULL);
+    if (op.op == EM_OP_TOP)
+        rc = op_count(c, n, &op.n);
+    else
+        rc = op_regex(c, n, &op.re);
+    if (rc != EMBER_OK)
+        return rc;
+    if (op.op != EM_OP_TOP)
+        op.text = n->u.call.args[1]->u.str;
+    if ((rc = plan_pexpr(c, arg, p)) != EMBER_OK) {
+        em_regex_free(op.re);
+        return rc;
+    }
+    if (op.op == EM_OP_TOP)
+        p->top_limit = op.n;
+    return pexpr_add_op(c, n, p, op);
+}
+
+static bool labels_same(char **a, size_t na, char **b, size_t nb)
+{
+    if (na != nb)
+        return false;
+    for (size_t i = 0; i < na; i++)
+        if (strcmp(a[i], b[i]) != 0)
+            return false;
+    return true;
+}
+
+/* merge [by|without (l...)] (P): P's profile, regrouped. Filters commute
+** with summing profiles, a top does not: regrouping below a top is refused. */
+static int plan_merge(pctx *c, const em_node *n, em_plan *p)
+{
+    const em_call *call = &n->u.call;
+    const em_node *arg = call->args[0];
+    bool same;
+    int rc;
+
+    if (!is_profile_arg(arg) || call_kind(arg) == EMBER_RESULT_DIFF)
+        return arg_error(c, n, 0, NULL);
+    if ((rc = plan_pexpr(c, arg, p)) != EMBER_OK)
+        return rc;
+    if (p->kind == EMBER_RESULT_DIFF)
+        return arg_error(c, n, 0, "is a diff");
+    same = call->grouping == p->a.grouping &&
+           labels_same(call->labels, call->nlabels, p->a.labels,
+                       p->a.nlabels);
+    if (same || (call->grouping == EM_GROUP_NONE &&
+                 p->a.grouping == EM_GROUP_NONE))
+        return EMBER_OK;
+    if (chain_has_top(p->a.ops, p->a.nops))
+        return em_query_error(c->text, call->name_pos, "merge cannot "
+                              "regroup what top(...) kept: group inside "
+                              "top instead, as top(merge by (...) (...), N)");
+    p->a.grouping = call->grouping;
+    p->a.labels = call->labels;
+    p->a.nlabels = call->nlabels;
+    return EMBER_OK;
+}
+
+/* diff(BASE, TARGET): two chains. */
+static int plan_diff(pctx *c, const em_node *n, em_plan *p)
+{
+    em_plan side[2];
+    int rc = EMBER_OK;
+
+    memset(side, 0, sizeof side);
+    for (size_t i = 0; i < 2 && rc == EMBER_OK; i++) {
+        const em_node *arg = n->u.call.args[i];
+        if (!is_profile_arg(arg) || call_kind(arg) == EMBER_RESULT_DIFF)
+            rc = arg_error(c, n, i, NULL);
+        else
+            rc = plan_pexpr(c, arg, &side[i]);
+        if (rc == EMBER_OK && side[i].kind == EMBER_RESULT_DIFF)
+            rc = arg_error(c, n, i, "is a diff");
+    }
+    if (rc != EMBER_OK) {
+        for (size_t i = 0; i < 2; i++) {
+            chain_free(&side[i].a);
+            chain_free(&side[i].b);
+            ops_free(side[i].post, side[i].npost);
+        }
+        return rc;
+    }
+    p->kind = EMBER_RESULT_DIFF;
+    p->a = side[0].a;
+    p->b = side[1].a;
+    return EMBER_OK;
+}
+
+/* A profile-valued expression N into P (zeroed by the caller). */
+static int plan_pexpr(pctx *c, const em_node *n, em_plan *p)
+{
+    int rc;
+
+    p->fn = EM_FN_MERGE;
+    p->node = n;
+    if (n->kind == EM_NODE_SELECTOR) {
+        p->kind = EMBER_RESULT_PROFILE;
+        return sel_resolve(c, n, &p->a.sel);
+    }
+    if ((rc = call_check(c, n)) != EMBER_OK)
+        return rc;
+    switch (n->u.call.fn) {
+    case EM_FN_MERGE:
+        return plan_merge(c, n, p);
+    case EM_FN_DIFF:
+        return plan_diff(c, n, p);
+    case EM_FN_FOCUS:
+    case EM_FN_IGNORE:
+    case EM_FN_TOP:
+        return plan_filter(c, n, p);
+    default:
+        return em_query_error(c->text, n->pos, "expected a profile: %s "
+                              "is %s", fn_find(n->u.call.fn)->name,
+                              node_desc(n));
+    }
+}
+
+/* ---- series and tables --------------------------------------------------------- */
+
+static em_plan *plan_new(const em_node *n, int kind, em_fn fn)
+{
+    em_plan *p = em_calloc(1, sizeof *p);
+
+    if (p == NULL) {
+        em_err(EMBER_ENOMEM, "query: plan");
+        return NULL;
+    }
+    p->node = n;
+    p->kind = kind;
+    p->fn = fn;
+    return p;
+}
+
+/* total's argument: a selector, possibly inside focus and ignore that the
+** engine applies (the per-profile sums through a function). */
+static int plan_total_arg(pctx *c, const em_node *call, const em_node *arg,
+                          em_plan *p)
+{
+    em_plan tmp;
+    int rc;
+
+    if (arg->kind == EM_NODE_SELECTOR)
+        return sel_resolve(c, arg, &p->a.sel);
+    if (arg->kind != EM_NODE_CALL || (arg->u.call.fn != EM_FN_FOCUS &&
+                                      arg->u.call.fn != EM_FN_IGNORE))
+        return arg_error(c, call, 0, NULL);
+    memset(&tmp, 0, sizeof tmp);
+    rc = plan_pexpr(c, arg, &tmp);
+    for (size_t i = 0; rc == EMBER_OK && i < tmp.a.nops; i++)
+        if (!tmp.a.ops[i].pushed || tmp.a.grouping != EM_GROUP_NONE)
+            rc = arg_error(c, call, 0, "may hold one focus and one ignore "
+                           "around a selector, nothing else");
+    if (rc == EMBER_OK && tmp.kind != EMBER_RESULT_PROFILE)
+        rc = arg_error(c, call, 0, NULL);
+    if (rc == EMBER_OK) {
+        p->a = tmp.a;
+    } else {
+        chain_free(&tmp.a);
+        chain_free(&tmp.b);
+        ops_free(tmp.post, tmp.npost);
+    }
+    return rc;
+}
+
+static int plan_series(pctx *c, const em_node *n, em_plan **out);
+
+/* A series function call N into *OUT. */
+static int plan_series_call(pctx *c, const em_node *n, em_plan *p)
+{
+    const em_call *call = &n->u.call;
+    const em_node *last = call->args[call->nargs - 1];
+
+    p->grouping = call->grouping;
+    p->labels = call->labels;
+    p->nlabels = call->nlabels;
+    if (call->fn == EM_FN_TOTAL)
+        return plan_total_arg(c, n, call->args[0], p);
+    if (call->fn == EM_FN_TOPK || call->fn == EM_FN_BOTTOMK) {
+        const em_node *k = call->args[0];
+        if (k->kind != EM_NODE_NUMBER)
+            return arg_error(c, n, 0, NULL);
+        if (!(k->u.num >= 0) || k->u.num > 1e9)
+            return arg_error(c, n, 0, "must be a number from 0 to 1e9");
+        p->k = floor(k->u.num);
+    }
+    if (!is_series_arg(last))
+        return arg_error(c, n, call->nargs - 1, NULL);
+    return plan_series(c, last, &p->arg);
+}
+
+/* A series-valued expression N (a selector is total(N)) into *OUT. */
+static int plan_series(pctx *c, const em_node *n, em_plan **out)
+{
+    em_plan *p;
+    int rc;
+
+    *out = NULL;
+    if (n->kind == EM_NODE_CALL && (rc = call_check(c, n)) != EMBER_OK)
+        return rc;
+    p = plan_new(n, EMBER_RESULT_SERIES,
+                 n->kind == EM_NODE_CALL ? n->u.call.fn : EM_FN_TOTAL);
+    if (p == NULL)
+        return EMBER_ENOMEM;
+    if (n->kind == EM_NODE_SELECTOR)
+        rc = sel_resolve(c, n, &p->a.sel);
+    else
+        rc = plan_series_call(c, n, p);
+    if (rc != EMBER_OK) {
+        em_plan_free(p);
+        return rc;
+    }
+    *out = p;
+    return EMBER_OK;
+}
+
+/* profile_types([SEL]), label_names([SEL]), label_values(NAME [, SEL]). */
+static int plan_table(pctx *c, const em_node *n, em_plan *p)
+{
+    const em_call *call = &n->u.call;
+    size_t first = 0;
+    int rc;
+
+    if (call->fn == EM_FN_LABEL_VALUES) {
+        const em_node *name = call->args[0];
+        if (name->kind != EM_NODE_STRING)
+            return arg_error(c, n, 0, NULL);
+        if (strcmp(name->u.str, "__type__") != 0 &&
+            em_label_name_check(name->u.str) != EMBER_OK)
+            return arg_error(c, n, 0, "is not a label name ([a-zA-Z_]"
+                             "[a-zA-Z0-9_]*)");
+        p->name = name->u.str;
+        first = 1;
+    }
+    if (call->nargs == first)
+        return EMBER_OK;
+    if (call->args[first]->kind != EM_NODE_SELECTOR)
+        return arg_error(c, n, first, NULL);
+    rc = sel_resolve(c, call->args[first], &p->a.sel);
+    p->has_sel = rc == EMBER_OK;
+    return rc;
+}
+
+/* ---- the query ------------------------------------------------------------------- */
+
+int em_plan_build(const em_plan_ctx *ctx, const em_node *tree,
+                  em_plan **out)
+{
+    pctx c = { ctx, ctx->text };
+    int kind = 0;
+    em_plan *p = NULL;
+    int rc;
+
+    *out = NULL;
+    if (tree->kind == EM_NODE_NUMBER || tree->kind == EM_NODE_STRING)
+        return em_query_error(c.text, tree->pos, "a query is a selector or "
+                              "a function call, not %s", node_desc(tree));
+    if (tree->kind == EM_NODE_CALL) {
+        if ((rc = call_check(&c, tree)) != EMBER_OK)
+            return rc;
+        kind = call_kind(tree);
+    }
+    if (kind == EMBER_RESULT_SERIES)
+        return plan_series(&c, tree, out);
+    p = plan_new(tree, kind == EMBER_RESULT_TABLE ? kind
+                 : EMBER_RESULT_PROFILE, tree->kind == EM_NODE_CALL ?
+                 tree->u.call.fn : EM_FN_MERGE);
+    if (p == NULL)
+        return EMBER_ENOMEM;
+    rc = kind == EMBER_RESULT_TABLE ? plan_table(&c, tree, p)
+                                    : plan_pexpr(&c, tree, p);
+    if (rc != EMBER_OK) {
+        em_plan_free(p);
+        return rc;
+    }
+    *out = p;
+    return EMBER_OK;
+}
+
+void em_plan_free(em_plan *p)
+{
+    if (p == NULL)
+        return;
+    chain_free(&p->a);
+    chain_free(&p->b);
+    ops_free(p->post, p->npost);
+    em_plan_free(p->arg);
+    em_free(p);
+}

@@ -1,0 +1,252 @@
+/*
+** query/result.c: the public query API (ember_query and ember_result_*)
+** and the result's ownership. ember_query is the pipeline in one call:
+** em_query_parse (syntax), em_plan_build (kinds, regexes, times),
+** em_exec (one engine snapshot); each step's failure is the query's, with
+** its message. A result owns everything it points to (labels, resolved
+** profiles, merged stack ids, points, rows), so it outlives the snapshot
+** and may outlive the database handle; pointers handed out by the
+** accessors live until ember_result_free, except ember_result_stack's
+** frame array, which the next call on the result reuses.
+*/
+#include <time.h>
+
+#include "query/plan.h"
+
+/* ---- ownership --------------------------------------------------------------------- */
+
+void em_labels_free(ember_label *l, size_t n)
+{
+    for (size_t i = 0; l != NULL && i < n; i++) {
+        em_free((char *)l[i].name);
+        em_free((char *)l[i].value);
+    }
+    em_free(l);
+}
+
+int em_labels_dup(const ember_label *src, size_t n, ember_label **out)
+{
+    ember_label *l = em_calloc(n + 1, sizeof *l);
+
+    *out = NULL;
+    if (l == NULL)
+        return em_err(EMBER_ENOMEM, "query: %zu labels", n);
+    for (size_t i = 0; i < n; i++) {
+        l[i].name = em_strdup(src[i].name);
+        l[i].value = em_strdup(src[i].value);
+        if (l[i].name == NULL || l[i].value == NULL) {
+            em_labels_free(l, i + 1);
+            return em_err(EMBER_ENOMEM, "query: label %s", src[i].name);
+        }
+    }
+    *out = l;
+    return EMBER_OK;
+}
+
+void em_result_free(ember_result *r)
+{
+    if (r == NULL)
+        return;
+    for (size_t i = 0; r->groups != NULL && i < r->ngroups; i++) {
+        em_labels_free(r->groups[i].labels, r->groups[i].nlabels);
+        em_rprofile_free(&r->groups[i].prof);
+        ember_merged_free(r->groups[i].merged);
+    }
+    for (size_t i = 0; r->series != NULL && i < r->nseries; i++) {
+        em_labels_free(r->series[i].labels, r->series[i].nlabels);
+        em_free(r->series[i].times);
+        em_free(r->series[i].values);
+    }
+    for (size_t i = 0; r->rows != NULL && i < r->nrows; i++)
+        em_free(r->rows[i]);
+    em_free(r->groups);
+    em_free(r->series);
+    em_free(r->rows);
+    em_free(r->column);
+    em_free(r->type);
+    em_free(r->unit);
+    em_free(r->frames);
+    em_free(r);
+}
+
+/* ---- running a query ---------------------------------------------------------------- */
+
+static int64_t clock_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int opts_check(const ember_query_opts *o)
+{
+    if (o == NULL)
+        return EMBER_OK;
+    if (o->sz < sizeof *o)
+        return em_err(EMBER_EINVAL, "query options: sz is not "
+                      "sizeof(ember_query_opts)");
+    if (o->step_ms < 0)
+        return em_err(EMBER_EINVAL, "query options: negative step %lld ms",
+                      (long long)o->step_ms);
+    if ((o->from_ms != 0 || o->to_ms != 0) && o->from_ms > o->to_ms)
+        return em_err(EMBER_EINVAL, "query options: from %lld is after to "
+                      "%lld", (long long)o->from_ms, (long long)o->to_ms);
+    return EMBER_OK;
+}
+
+EMBER_API int ember_query(ember_db *db, const char *text,
+                          const ember_query_opts *opts, ember_result **out)
+{
+    em_plan_ctx ctx = { .text = text };
+    em_node *tree = NULL;
+    em_plan *plan = NULL;
+    int rc;
+
+    em_err_clear();
+    if (out == NULL)
+        return em_err(EMBER_EINVAL, "ember_query: NULL result");
+    *out = NULL;
+    if (db == NULL || text == NULL)
+        return em_err(EMBER_EINVAL, "ember_query: NULL %s",
+                      db == NULL ? "database" : "query");
+    if ((rc = opts_check(opts)) != EMBER_OK)
+        return rc;
+    if (opts != NULL) {
+        ctx.from = opts->from_ms;
+        ctx.to = opts->to_ms;
+        ctx.now = opts->now_ms;
+    }
+    if (ctx.now == 0)
+        ctx.now = clock_ms();
+    rc = em_query_parse(text, &tree);
+    if (rc == EMBER_OK)
+        rc = em_plan_build(&ctx, tree, &plan);
+    if (rc == EMBER_OK)
+        rc = em_exec(db, text, plan, opts != NULL ? opts->step_ms : 0, out);
+    em_plan_free(plan);
+    em_node_free(tree);
+    return rc;
+}
+
+EMBER_API void ember_result_free(ember_result *r)
+{
+    em_result_free(r);
+}
+
+/* ---- walking a result ------------------------------------------------------------- */
+
+EMBER_API int ember_result_kind(const ember_result *r)
+{
+    return r != NULL ? r->kind : 0;
+}
+
+EMBER_API const char *ember_result_type(const ember_result *r)
+{
+    return r != NULL && r->kind != EMBER_RESULT_TABLE ? r->type : NULL;
+}
+
+static bool has_groups(const ember_result *r)
+{
+    return r != NULL && (r->kind == EMBER_RESULT_PROFILE ||
+                         r->kind == EMBER_RESULT_DIFF);
+}
+
+EMBER_API size_t ember_result_groups(const ember_result *r)
+{
+    return has_groups(r) ? r->ngroups : 0;
+}
+
+EMBER_API void ember_result_group(const ember_result *r, size_t g,
+                                  const ember_label **labels, size_t *nlabels,
+                                  size_t *nstacks)
+{
+    const em_pgroup *p = has_groups(r) && g < r->ngroups ? &r->groups[g]
+                                                         : NULL;
+
+    if (labels != NULL)
+        *labels = p != NULL && p->nlabels > 0 ? p->labels : NULL;
+    if (nlabels != NULL)
+        *nlabels = p != NULL ? p->nlabels : 0;
+    if (nstacks != NULL)
+        *nstacks = p != NULL ? p->prof.nstacks : 0;
+}
+
+EMBER_API int ember_result_stack(ember_result *r, size_t g, size_t j,
+                                 const ember_frame **frames, size_t *nframes,
+                                 int64_t *value, int64_t *base)
+{
+    const em_rprofile *p;
+    const em_rstack *st;
+
+    em_err_clear();
+    if (!has_groups(r) || g >= r->ngroups ||
+        j >= r->groups[g].prof.nstacks)
+        return em_err(EMBER_EINVAL, "ember_result_stack: no stack %zu of "
+                      "group %zu", j, g);
+    p = &r->groups[g].prof;
+    st = &p->stacks[j];
+    if (st->nframes > r->cap_frames) {
+        ember_frame *f = em_realloc(r->frames, st->nframes * sizeof *f);
+        if (f == NULL)
+            return em_err(EMBER_ENOMEM, "result: %zu frames", st->nframes);
+        r->frames = f;
+        r->cap_frames = st->nframes;
+    }
+    for (size_t i = 0; i < st->nframes; i++) {
+        const em_rframe *f = &p->frames[st->first + i];
+        r->frames[i].name = em_strtab_get(&p->names, f->fn);
+        r->frames[i].flags = f->flags & EM_RFRAME_INLINED ?
+                             EMBER_FRAME_INLINED : 0;
+    }
+    if (frames != NULL)
+        *frames = r->frames;
+    if (nframes != NULL)
+        *nframes = st->nframes;
+    if (value != NULL)
+        *value = st->value;
+    if (base != NULL)
+        *base = p->diff ? st->base : 0;
+    return EMBER_OK;
+}
+
+EMBER_API size_t ember_result_series_count(const ember_result *r)
+{
+    return r != NULL && r->kind == EMBER_RESULT_SERIES ? r->nseries : 0;
+}
+
+EMBER_API void ember_result_series(const ember_result *r, size_t i,
+                                   const ember_label **labels,
+                                   size_t *nlabels, const int64_t **times,
+                                   const double **values, size_t *n)
+{
+    const em_series *s = r != NULL && r->kind == EMBER_RESULT_SERIES &&
+                         i < r->nseries ? &r->series[i] : NULL;
+
+    if (labels != NULL)
+        *labels = s != NULL ? s->labels : NULL;
+    if (nlabels != NULL)
+        *nlabels = s != NULL ? s->nlabels : 0;
+    if (times != NULL)
+        *times = s != NULL ? s->times : NULL;
+    if (values != NULL)
+        *values = s != NULL ? s->values : NULL;
+    if (n != NULL)
+        *n = s != NULL ? s->n : 0;
+}
+
+EMBER_API const char *ember_result_column(const ember_result *r)
+{
+    return r != NULL && r->kind == EMBER_RESULT_TABLE ? r->column : NULL;
+}
+
+EMBER_API size_t ember_result_rows(const ember_result *r)
+{
+    return r != NULL && r->kind == EMBER_RESULT_TABLE ? r->nrows : 0;
+}
+
+EMBER_API const char *ember_result_row(const ember_result *r, size_t i)
+{
+    return r != NULL && r->kind == EMBER_RESULT_TABLE && i < r->nrows
+           ? r->rows[i] : NULL;
+}

@@ -1,0 +1,658 @@
+/*
+** repl/repl_complete.c: tab completion in the REPL. It reads what precedes
+** the cursor (with the earlier lines of an unfinished statement), finds
+** the spot it is in with a small scan shaped like the lexer's, and offers:
+**
+**   - at the start of an expression: function names (with their '(') and
+**     profile types;
+**   - inside '{', after '{' or ',', and inside by/without ( ... ): label
+**     names, as label_values' first argument too;
+**   - inside a matcher's string (name="...): that label's values, with the
+**     closing quote;
+**   - after an expression: the keywords by, without and offset;
+**   - on a dot command line: the commands, then what the command table
+**     says its first argument is.
+**
+** Names come from the open database and are cached (em_repl_cache) until
+** a statement fails or .reload, so a tab costs no query.
+*/
+#include <histedit.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "engine/engine.h"
+#include "query/query.h"
+#include "repl/cli.h"
+
+/* ---- the cache ---------------------------------------------------------- */
+
+const ember_strlist *em_repl_types(em_repl *r)
+{
+    if (r->cache.types == NULL &&
+        ember_profile_types(r->db, NULL, &r->cache.types) != EMBER_OK)
+        r->cache.types = NULL;
+    return r->cache.types;
+}
+
+const ember_strlist *em_repl_label_names(em_repl *r)
+{
+    if (r->cache.names == NULL &&
+        ember_label_names(r->db, NULL, &r->cache.names) != EMBER_OK)
+        r->cache.names = NULL;
+    return r->cache.names;
+}
+
+const ember_strlist *em_repl_label_values(em_repl *r, const char *name)
+{
+    em_repl_cache *c = &r->cache;
+    unsigned slot;
+
+    if (strcmp(name, "__type__") == 0)
+        return em_repl_types(r);
+    for (unsigned i = 0; i < EM_REPL_VALUE_CACHE; i++)
+        if (c->value_name[i] != NULL && strcmp(c->value_name[i], name) == 0)
+            return c->values[i];
+    slot = c->next++ % EM_REPL_VALUE_CACHE;     /* the oldest goes */
+    em_free(c->value_name[slot]);
+    ember_strlist_free(c->values[slot]);
+    c->values[slot] = NULL;
+    if ((c->value_name[slot] = em_strdup(name)) == NULL)
+        return NULL;
+    if (ember_label_values(r->db, name, NULL, &c->values[slot]) != EMBER_OK)
+        c->values[slot] = NULL;
+    return c->values[slot];
+}
+
+void em_repl_cache_drop(em_repl *r)
+{
+    em_repl_cache *c = &r->cache;
+
+    ember_strlist_free(c->types);
+    ember_strlist_free(c->names);
+    for (unsigned i = 0; i < EM_REPL_VALUE_CACHE; i++) {
+        em_free(c->value_name[i]);
+        ember_strlist_free(c->values[i]);
+    }
+    memset(c, 0, sizeof *c);
+}
+
+/* ---- candidates --------------------------------------------------------- */
+
+void em_completion_free(em_completion *c)
+{
+    for (size_t i = 0; i < c->n; i++) {
+        em_free(c->words[i]);
+        em_free(c->suffixes[i]);
+    }
+    em_free(c->words);
+    em_free(c->suffixes);
+    memset(c, 0, sizeof *c);
+}
+
+/* Adds WORD (LEN bytes) with SUFFIX. */
+static int cand_add(em_completion *c, const char *word, size_t len,
+                    const char *suffix)
+{
+    char *w, *s;
+
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 32;
+        char **nw = em_realloc(c->words, cap * sizeof *nw);
+        if (nw != NULL)
+            c->words = nw;
+        char **ns = nw ? em_realloc(c->suffixes, cap * sizeof *ns) : NULL;
+        if (ns == NULL)
+            return EMBER_ENOMEM;
+        c->suffixes = ns;
+        c->cap = cap;
+    }
+    w = em_strndup(word, len);
+    s = em_strdup(suffix);
+    if (w == NULL || s == NULL) {
+        em_free(w);
+        em_free(s);
+        return EMBER_ENOMEM;
+    }
+    c->words[c->n] = w;
+    c->suffixes[c->n++] = s;
+    return EMBER_OK;
+}
+
+/* Adds WORD if it starts with the PLEN bytes at PREFIX. */
+static int cand_offer(em_completion *c, const char *prefix, size_t plen,
+                      const char *word, const char *suffix)
+{
+    if (strncmp(word, prefix, plen) != 0)
+        return EMBER_OK;
+    return cand_add(c, word, strlen(word), suffix);
+}
+
+static int offer_list(em_completion *c, const char *prefix, size_t plen,
+                      const ember_strlist *l, const char *suffix)
+{
+    int rc = EMBER_OK;
+
+    for (size_t i = 0; l != NULL && i < ember_strlist_count(l) &&
+                       rc == EMBER_OK; i++)
+        rc = cand_offer(c, prefix, plen, ember_strlist_get(l, i), suffix);
+    return rc;
+}
+
+/* Offers each value of L written inside a QUOTE string (escaped as the
+** lexer reads it back; a raw `...` string cannot hold a '`'), closing it. */
+static int offer_quoted(em_completion *c, const char *prefix, size_t plen,
+                        const ember_strlist *l, char quote)
+{
+    char close[2] = { quote, '\0' };
+    em_buf b = { 0 };
+    int rc = EMBER_OK;
+
+    for (size_t i = 0; l != NULL && i < ember_strlist_count(l) &&
+                       rc == EMBER_OK; i++) {
+        const char *v = ember_strlist_get(l, i);
+        b.len = 0;
+        if (quote == '`' && strchr(v, '`') != NULL)
+            continue;
+        for (; *v != '\0' && rc == EMBER_OK; v++) {
+            if (quote != '`' && (*v == quote || *v == '\\'))
+                rc = em_buf_put(&b, "\\", 1);
+            if (rc == EMBER_OK)
+                rc = em_buf_put(&b, v, 1);
+        }
+        if (rc == EMBER_OK && b.len >= plen &&
+            (plen == 0 || memcmp(b.p, prefix, plen) == 0))
+            rc = cand_add(c, (const char *)b.p, b.len, close);
+    }
+    em_buf_free(&b);
+    return rc;
+}
+
+static int offer_labels(em_repl *r, em_completion *c, const char *prefix,
+                        size_t plen, const char *suffix)
+{
+    int rc = offer_list(c, prefix, plen, em_repl_label_names(r), suffix);
+    return rc == EMBER_OK ? cand_offer(c, prefix, plen, "__type__", suffix)
+                          : rc;
+}
+
+static int offer_functions(em_completion *c, const char *prefix, size_t plen)
+{
+    int rc = EMBER_OK;
+
+    for (int fn = EM_FN_MERGE; em_fn_name((em_fn)fn) != NULL &&
+                               rc == EMBER_OK; fn++)
+        rc = cand_offer(c, prefix, plen, em_fn_name((em_fn)fn), "(");
+    return rc;
+}
+
+/* ---- where the cursor is in a query ------------------------------------- */
+
+enum { SPOT_NONE, SPOT_EXPR, SPOT_KEYWORD, SPOT_LABEL, SPOT_VALUE,
+       SPOT_LABEL_STRING };
+
+/* Token kinds the scan tells apart; a word is an identifier or keyword. */
+enum { T_NONE, T_WORD, T_NUMBER, T_STRING, T_OPEN, T_CLOSE, T_COMMA,
+       T_OP, T_AT };
+
+enum { FR_PLAIN, FR_CALL, FR_GROUP, FR_BRACE, FR_BRACKET };
+
+#define MAX_DEPTH 64
+
+typedef struct scan_frame {
+    int kind;                   /* FR_* */
+    bool label_values;          /* FR_CALL of label_values */
+    unsigned arg;               /* FR_CALL: index of the current argument */
+} scan_frame;
+
+typedef struct scan {
+    const char *s;
+    scan_frame fr[MAX_DEPTH];
+    int depth;
+    int prev, prev2;            /* the last two tokens' kinds */
+    size_t prev_pos, prev_len;  /* the last word's place, for names */
+    size_t prev2_pos, prev2_len;
+    /* the result */
+    int spot;                   /* SPOT_* */
+    size_t start;               /* where the word being completed starts */
+    char quote;                 /* SPOT_VALUE, SPOT_LABEL_STRING */
+    char label[128];            /* SPOT_VALUE: the matcher's label */
+} scan;
+
+static bool is_word_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+           (c >= '0' && c <= '9') || c == '_' || c == ':';
+}
+
+static void push_token(scan *sc, int kind, size_t pos, size_t len)
+{
+    sc->prev2 = sc->prev;
+    sc->prev2_pos = sc->prev_pos;
+    sc->prev2_len = sc->prev_len;
+    sc->prev = kind;
+    sc->prev_pos = pos;
+    sc->prev_len = len;
+}
+
+static bool prev_word_is(const scan *sc, const char *w)
+{
+    return sc->prev == T_WORD && sc->prev_len == strlen(w) &&
+           strncasecmp(sc->s + sc->prev_pos, w, sc->prev_len) == 0;
+}
+
+static scan_frame *top_frame(scan *sc)
+{
+    return sc->depth > 0 ? &sc->fr[sc->depth - 1] : NULL;
+}
+
+static void open_frame(scan *sc, char c)
+{
+    scan_frame f = { FR_PLAIN, false, 0 };
+
+    if (c == '{')
+        f.kind = FR_BRACE;
+    else if (c == '[')
+        f.kind = FR_BRACKET;
+    else if (prev_word_is(sc, "by") || prev_word_is(sc, "without"))
+        f.kind = FR_GROUP;
+    else if (sc->prev == T_WORD) {
+        f.kind = FR_CALL;
+        f.label_values = sc->prev_len == 12 &&
+            strncmp(sc->s + sc->prev_pos, "label_values", 12) == 0;
+    }
+    if (sc->depth < MAX_DEPTH)
+        sc->fr[sc->depth] = f;
+    sc->depth++;
+}
+
+/* At the end of the text, inside a string opened at OPEN: a matcher's
+** value when the string follows NAME OP inside braces. */
+static void spot_string(scan *sc, size_t open)
+{
+    scan_frame *f = top_frame(sc);
+
+    sc->quote = sc->s[open];
+    sc->start = open + 1;
+    if (f != NULL && f->kind == FR_BRACE && sc->prev == T_OP &&
+        sc->prev2 == T_WORD && sc->prev2_len < sizeof sc->label) {
+        memcpy(sc->label, sc->s + sc->prev2_pos, sc->prev2_len);
+        sc->label[sc->prev2_len] = '\0';
+        sc->spot = SPOT_VALUE;
+    } else if (f != NULL && f->kind == FR_CALL && f->label_values &&
+               f->arg == 0) {
+        sc->spot = SPOT_LABEL_STRING;
+    }
+}
+
+/* At the end of the text, in a word starting at START (maybe empty). */
+static void spot_word(scan *sc, size_t start)
+{
+    scan_frame *f = top_frame(sc);
+    bool after_sep = sc->prev == T_NONE || sc->prev == T_COMMA ||
+                     (sc->prev == T_OPEN && sc->s[sc->prev_pos] != '[');
+
+    sc->start = start;
+    if (sc->s[start] >= '0' && sc->s[start] <= '9')
+        return;                 /* a number or a duration */
+    if (f != NULL && (f->kind == FR_BRACE || f->kind == FR_GROUP ||
+                      (f->kind == FR_CALL && f->label_values &&
+                       f->arg == 0))) {
+        if (after_sep)
+            sc->spot = SPOT_LABEL;
+    } else if (f != NULL && f->kind == FR_BRACKET) {
+        return;
+    } else if (after_sep) {
+        sc->spot = SPOT_EXPR;
+    } else if (prev_word_is(sc, "offset") || prev_word_is(sc, "by") ||
+               prev_word_is(sc, "without") || sc->prev == T_AT ||
+               sc->prev == T_OP) {
+        return;
+    } else {
+        sc->spot = SPOT_KEYWORD;
+    }
+}
+
+/* Reads the punctuation at P: brackets open and close frames, commas
+** count call arguments. */
+static bool scan_punct(scan *sc, size_t *i, size_t p)
+{
+    const char *s = sc->s;
+    scan_frame *f;
+    size_t len = 1;
+    int kind;
+
+    switch (s[p]) {
+    case '(': case '{': case '[':
+        open_frame(sc, s[p]);
+        kind = T_OPEN;
+        break;
+    case ')': case '}': case ']':
+        if (sc->depth > 0)
+            sc->depth--;
+        kind = T_CLOSE;
+        break;
+    case ',':
+        if ((f = top_frame(sc)) != NULL && f->kind == FR_CALL)
+            f->arg++;
+        kind = T_COMMA;
+        break;
+    case '@':
+        kind = T_AT;
+        break;
+    case '=': case '!':
+        len = s[p + 1] == '~' || (s[p] == '!' && s[p + 1] == '=') ? 2 : 1;
+        kind = T_OP;
+        break;
+    default:
+        kind = T_NONE;          /* the lexer will say what is wrong */
+        break;
+    }
+    push_token(sc, kind, p, len);
+    *i = p + len;
+    return true;
+}
+
+/* Reads one token at *I (past blanks and comments); false at the end of
+** the text, having set the spot the cursor is in. */
+static bool scan_token(scan *sc, size_t *i)
+{
+    const char *s = sc->s;
+    size_t p = *i;
+
+    while (s[p] == ' ' || s[p] == '\t' || s[p] == '\n' || s[p] == '\r' ||
+           s[p] == '#') {
+        if (s[p] == '#') {
+            while (s[p] != '\0' && s[p] != '\n')
+                p++;
+            if (s[p] == '\0')
+                return false;   /* in a comment: nothing to offer */
+        } else {
+            p++;
+        }
+    }
+    if (s[p] == '\0' || is_word_char(s[p])) {
+        size_t q = p;
+        while (is_word_char(s[q]))
+            q++;
+        if (s[q] == '\0') {
+            spot_word(sc, p);
+            return false;
+        }
+        push_token(sc, s[p] >= '0' && s[p] <= '9' ? T_NUMBER : T_WORD, p,
+                   q - p);
+        *i = q;
+        return true;
+    }
+    if (s[p] == '"' || s[p] == '\'' || s[p] == '`') {
+        size_t q = p + 1;
+        while (s[q] != '\0' && s[q] != s[p]) {
+            if (s[q] == '\\' && s[p] != '`' && s[q + 1] != '\0')
+                q++;
+            q++;
+        }
+        if (s[q] == '\0') {
+            spot_string(sc, p);
+            return false;
+        }
+        push_token(sc, T_STRING, p, q + 1 - p);
+        *i = q + 1;
+        return true;
+    }
+    return scan_punct(sc, i, p);
+}
+
+/* Finds the spot at the end of the query text S. */
+static void scan_query(scan *sc, const char *s)
+{
+    size_t i = 0;
+
+    memset(sc, 0, sizeof *sc);
+    sc->s = s;
+    while (scan_token(sc, &i))
+        ;
+}
+
+static int complete_query(em_repl *r, const char *text, size_t base,
+                          em_completion *c)
+{
+    static const char *const keywords[] = { "by", "without", "offset" };
+    scan sc;
+    const char *w;
+    size_t wl;
+    int rc = EMBER_OK;
+
+    scan_query(&sc, text);
+    w = text + sc.start;
+    wl = strlen(w);
+    c->start = base + sc.start;
+    switch (sc.spot) {
+    case SPOT_EXPR:
+        rc = offer_functions(c, w, wl);
+        if (rc == EMBER_OK)
+            rc = offer_list(c, w, wl, em_repl_types(r), "");
+        break;
+    case SPOT_KEYWORD:
+        for (size_t k = 0; k < EM_ARRAY_LEN(keywords) && rc == EMBER_OK; k++)
+            rc = cand_offer(c, w, wl, keywords[k], " ");
+        break;
+    case SPOT_LABEL:
+        rc = offer_labels(r, c, w, wl, "");
+        break;
+    case SPOT_LABEL_STRING: {
+        char close[2] = { sc.quote, '\0' };
+        rc = offer_labels(r, c, w, wl, close);
+        break;
+    }
+    case SPOT_VALUE:
+        rc = offer_quoted(c, w, wl, em_repl_label_values(r, sc.label),
+                          sc.quote);
+        break;
+    default:
+        break;
+    }
+    return rc;
+}
+
+/* ---- dot commands ------------------------------------------------------- */
+
+/* The command a line's first word names, exactly or as a unique prefix. */
+static const em_dot_cmd *dot_lookup(const char *name, size_t n)
+{
+    const em_dot_cmd *hit = NULL;
+    size_t nhits = 0;
+
+    for (size_t i = 0; i < em_ndot_cmds; i++) {
+        const char *cn = em_dot_cmds[i].name;
+        if (strlen(cn) == n && memcmp(cn, name, n) == 0)
+            return &em_dot_cmds[i];
+        if (strncmp(cn, name, n) == 0) {
+            hit = &em_dot_cmds[i];
+            nhits++;
+        }
+    }
+    return nhits == 1 ? hit : NULL;
+}
+
+/* Completes the first argument ARG (at offset BASE) of command CMD. */
+static int complete_dot_arg(em_repl *r, const em_dot_cmd *cmd,
+                            const char *arg, size_t base, em_completion *c)
+{
+    static const char *const onoff[] = { "on", "off" };
+    size_t wl = strlen(arg), sp = strcspn(arg, " \t");
+    int rc = EMBER_OK;
+
+    c->start = base;
+    if (cmd->complete == EM_COMPLETE_QUERY)
+        return complete_query(r, arg, base, c);
+    if (cmd->complete == EM_COMPLETE_LABEL && arg[sp] != '\0')
+        return complete_query(r, arg + sp, base + sp, c);
+    if (arg[sp] != '\0')
+        return EMBER_OK;        /* past the first argument */
+    switch (cmd->complete) {
+    case EM_COMPLETE_FORMAT:
+        for (size_t i = 0; i < em_cli_nformats && rc == EMBER_OK; i++)
+            rc = cand_offer(c, arg, wl, em_cli_formats[i], "");
+        if (rc == EMBER_OK)
+            rc = cand_offer(c, arg, wl, "auto", "");
+        break;
+    case EM_COMPLETE_ONOFF:
+        for (size_t i = 0; i < 2 && rc == EMBER_OK; i++)
+            rc = cand_offer(c, arg, wl, onoff[i], "");
+        break;
+    case EM_COMPLETE_OFF:
+        rc = cand_offer(c, arg, wl, "off", "");
+        break;
+    case EM_COMPLETE_LABEL:
+        rc = offer_labels(r, c, arg, wl, " ");
+        break;
+    case EM_COMPLETE_DOT:
+        for (size_t i = 0; i < em_ndot_cmds && rc == EMBER_OK; i++)
+            rc = cand_offer(c, arg, wl, em_dot_cmds[i].name + 1, "");
+        break;
+    default:
+        break;
+    }
+    return rc;
+}
+
+/* TEXT starts with '.' (after blanks): a command name, or its argument. */
+static int complete_dot(em_repl *r, const char *text, size_t base,
+                        em_completion *c)
+{
+    size_t n = strcspn(text, " \t");
+    const em_dot_cmd *cmd;
+    int rc = EMBER_OK;
+
+    if (text[n] == '\0') {
+        c->start = base;
+        for (size_t i = 0; i < em_ndot_cmds && rc == EMBER_OK; i++)
+            rc = cand_offer(c, text, n, em_dot_cmds[i].name,
+                            em_dot_cmds[i].args[0] ? " " : "");
+        return rc;
+    }
+    if ((cmd = dot_lookup(text, n)) == NULL)
+        return EMBER_OK;
+    while (text[n] == ' ' || text[n] == '\t')
+        n++;
+    return complete_dot_arg(r, cmd, text + n, base + n, c);
+}
+
+int em_repl_complete(em_repl *r, const char *text, em_completion *c)
+{
+    size_t lead = strspn(text, " \t");
+    int rc;
+
+    memset(c, 0, sizeof *c);
+    c->start = strlen(text);
+    if (text[lead] == '.')
+        rc = complete_dot(r, text + lead, lead, c);
+    else
+        rc = complete_query(r, text, 0, c);
+    if (rc != EMBER_OK)
+        em_completion_free(c);
+    return rc;
+}
+
+/* ---- libedit ------------------------------------------------------------ */
+
+/* Lists the candidates under the line, in columns as wide as the
+** terminal, at most a screenful's worth. */
+static void list_candidates(const em_completion *c)
+{
+    enum { MAX_SHOWN = 100 };
+    unsigned cols, rows;
+    size_t width = 0, per_line, shown = c->n < MAX_SHOWN ? c->n : MAX_SHOWN;
+
+    em_cli_term_size(STDOUT_FILENO, &cols, &rows);
+    if (cols == 0)
+        cols = 80;
+    for (size_t i = 0; i < shown; i++)
+        if (strlen(c->words[i]) > width)
+            width = strlen(c->words[i]);
+    width += 2;
+    per_line = width < cols ? cols / width : 1;
+    fputc('\n', stdout);
+    for (size_t i = 0; i < shown; i++) {
+        bool last = (i + 1) % per_line == 0 || i + 1 == shown;
+        fprintf(stdout, "%-*s%s", last ? 0 : (int)width, c->words[i],
+                last ? "\n" : "");
+    }
+    if (shown < c->n)
+        fprintf(stdout, "(%zu more)\n", c->n - shown);
+    fflush(stdout);
+}
+
+static size_t common_prefix(const em_completion *c)
+{
+    size_t n = strlen(c->words[0]);
+
+    for (size_t i = 1; i < c->n; i++) {
+        size_t k = 0;
+        while (k < n && c->words[i][k] == c->words[0][k])
+            k++;
+        n = k;
+    }
+    return n;
+}
+
+/* Inserts what the candidates agree on past the typed word; lists them
+** when they agree on nothing more (bash's and psql's habit). */
+static unsigned char complete_apply(EditLine *el, const em_completion *c,
+                                    size_t typed)
+{
+    size_t common;
+    char *add;
+    int rc;
+
+    if (c->n == 0)
+        return CC_REFRESH_BEEP;
+    common = common_prefix(c);
+    if (c->n > 1 && common <= typed) {
+        list_candidates(c);
+        return CC_REDISPLAY;
+    }
+    add = em_malloc(common - typed + strlen(c->suffixes[0]) + 1);
+    if (add == NULL)
+        return CC_ERROR;
+    memcpy(add, c->words[0] + typed, common - typed);
+    strcpy(add + common - typed, c->n == 1 ? c->suffixes[0] : "");
+    rc = add[0] != '\0' ? el_insertstr(el, add) : 0;
+    em_free(add);
+    return rc == 0 ? CC_REFRESH : CC_ERROR;
+}
+
+static unsigned char complete_fn(EditLine *el, int ch)
+{
+    const LineInfo *li = el_line(el);
+    em_repl *r = NULL;
+    em_completion c;
+    em_buf text = { 0 };
+    size_t cur = (size_t)(li->cursor - li->buffer);
+    unsigned char ret = CC_ERROR;
+
+    EM_UNUSED(ch);
+    el_get(el, EL_CLIENTDATA, &r);
+    if (r == NULL)
+        return CC_ERROR;
+    if ((r->pending != NULL &&
+         em_buf_put(&text, r->pending, strlen(r->pending)) != EMBER_OK) ||
+        em_buf_put(&text, li->buffer, cur) != EMBER_OK ||
+        em_buf_put(&text, "", 1) != EMBER_OK)
+        goto out;
+    if (em_repl_complete(r, (const char *)text.p, &c) == EMBER_OK) {
+        ret = complete_apply(el, &c, text.len - 1 - c.start);
+        em_completion_free(&c);
+    }
+out:
+    em_buf_free(&text);
+    return ret;
+}
+
+void em_repl_bind(struct editline *el)
+{
+    /* wide: the narrow EL_ADDFN leaks copies of its strings */
+    el_wset(el, EL_ADDFN, L"ember-complete", L"complete the word",
+            complete_fn);
+    el_set(el, EL_BIND, "^I", "ember-complete", NULL);
+}
