@@ -23,6 +23,9 @@
 #define ICACHE_MAX_BYTES (64u << 20)
 #define ICACHE_MAX_REC 4096             /* longer records are not cached */
 #define ICACHE_INITIAL 4096             /* slots */
+#define LFN_MAX_LOCS (1u << 24)         /* location ids cached at most */
+#define LFN_MAX_FNS (1u << 25)          /* function ids cached at most */
+#define LFN_COUNT_BITS 11               /* EM_MAX_LINES fits */
 
 struct em_icache_slot {
     uint64_t hash;
@@ -38,12 +41,17 @@ void em_icache_clear(em_icache *c)
         memset(c->slots, 0, (c->mask + 1) * sizeof *c->slots);
     c->used = 0;
     c->nbytes = 0;
+    if (c->nlfn > 0)
+        memset(c->lfn, 0, c->nlfn * sizeof *c->lfn);
+    c->nfns = 0;
 }
 
 void em_icache_free(em_icache *c)
 {
     free(c->slots);
     free(c->bytes);
+    free(c->lfn);
+    free(c->fns);
     memset(c, 0, sizeof *c);
 }
 
@@ -129,4 +137,59 @@ void em_icache_put(em_icache *c, int table, uint64_t h, const uint8_t *rec,
                                            (uint32_t)table + 1 };
     c->nbytes += len;
     c->used++;
+}
+
+/* ---- location functions -------------------------------------------------- */
+
+/* Makes lfn cover LOC and fns hold N more; false when it cannot. */
+static bool lfn_room(em_icache *c, uint32_t loc, size_t n)
+{
+    if (loc >= LFN_MAX_LOCS || c->nfns + n > LFN_MAX_FNS)
+        return false;
+    if (loc >= c->nlfn) {
+        size_t cap = c->nlfn != 0 ? c->nlfn : 4096;
+        uint64_t *nl;
+        while (cap <= loc)
+            cap *= 2;
+        if ((nl = realloc(c->lfn, cap * sizeof *nl)) == NULL)
+            return false;
+        memset(nl + c->nlfn, 0, (cap - c->nlfn) * sizeof *nl);
+        c->lfn = nl;
+        c->nlfn = cap;
+    }
+    if (c->nfns + n > c->capfns) {
+        size_t cap = c->capfns != 0 ? c->capfns : 16384;
+        uint32_t *nf;
+        while (cap < c->nfns + n)
+            cap *= 2;
+        if ((nf = realloc(c->fns, cap * sizeof *nf)) == NULL)
+            return false;
+        c->fns = nf;
+        c->capfns = cap;
+    }
+    return true;
+}
+
+void em_icache_put_lfn(em_icache *c, uint32_t loc, const uint32_t *fns,
+                       size_t n)
+{
+    if (n >= (1u << LFN_COUNT_BITS) || !lfn_room(c, loc, n) ||
+        c->lfn[loc] != 0)
+        return;
+    if (n > 0)
+        memcpy(c->fns + c->nfns, fns, n * sizeof *fns);
+    c->lfn[loc] = ((uint64_t)c->nfns + 1) << LFN_COUNT_BITS | n;
+    c->nfns += n;
+}
+
+bool em_icache_get_lfn(const em_icache *c, uint32_t loc,
+                       const uint32_t **fns, size_t *n)
+{
+    uint64_t e = loc < c->nlfn ? c->lfn[loc] : 0;
+
+    if (e == 0)
+        return false;
+    *fns = c->fns + ((e >> LFN_COUNT_BITS) - 1);
+    *n = (size_t)(e & ((1u << LFN_COUNT_BITS) - 1));
+    return true;
 }

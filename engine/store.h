@@ -59,6 +59,13 @@ typedef struct em_icache {
     size_t mask, used;
     uint8_t *bytes;
     size_t nbytes, cap;
+    /* Location id -> its lines' function ids, so that staging a new
+    ** stack's function postings needs no location read: lfn[id] is 0
+    ** (unknown) or (offset in fns + 1) << 11 | count. */
+    uint64_t *lfn;
+    size_t nlfn;
+    uint32_t *fns;
+    size_t nfns, capfns;
 } em_icache;
 
 /* *ID of TABLE's record REC (hash H), when cached. */
@@ -67,6 +74,12 @@ bool em_icache_get(const em_icache *c, int table, uint64_t h,
 /* Caches it; best effort, never fails. */
 void em_icache_put(em_icache *c, int table, uint64_t h, const uint8_t *rec,
                    size_t len, uint32_t id);
+/* Remembers location LOC's N function ids; best effort, never fails. */
+void em_icache_put_lfn(em_icache *c, uint32_t loc, const uint32_t *fns,
+                       size_t n);
+/* True with *FNS, *N set when LOC's functions are cached. */
+bool em_icache_get_lfn(const em_icache *c, uint32_t loc,
+                       const uint32_t **fns, size_t *n);
 /* Forgets everything: after any abort, whose ids are gone. */
 void em_icache_clear(em_icache *c);
 void em_icache_free(em_icache *c);

@@ -366,16 +366,23 @@ static int stack_stage(em_wtxn *w, const uint32_t *locs, size_t n,
 
     for (size_t i = 0; i < n; i++) {
         const uint8_t *rec;
+        const uint32_t *fns = fn;
         size_t len, nl;
         uint32_t mapping;
         uint64_t addr;
-        int rc = em_table_get(w->txn, w->db, EM_T_LOCATION, locs[i], &rec,
+        int rc = EMBER_OK;
+
+        if (!em_icache_get_lfn(&w->db->icache, locs[i], &fns, &nl)) {
+            rc = em_table_get(w->txn, w->db, EM_T_LOCATION, locs[i], &rec,
                               &len);
-        if (rc == EMBER_OK)
-            rc = em_location_decode(rec, len, &mapping, &addr, fn, line,
-                                    EM_MAX_LINES, &nl);
+            if (rc == EMBER_OK)
+                rc = em_location_decode(rec, len, &mapping, &addr, fn, line,
+                                        EM_MAX_LINES, &nl);
+            if (rc == EMBER_OK)
+                em_icache_put_lfn(&w->db->icache, locs[i], fn, nl);
+        }
         for (size_t j = 0; rc == EMBER_OK && j < nl; j++)
-            rc = em_staged_add(&w->fpost, &fn[j], sizeof fn[j], id);
+            rc = em_staged_add(&w->fpost, &fns[j], sizeof fns[j], id);
         if (rc != EMBER_OK)
             return rc;
     }

@@ -868,6 +868,17 @@ EMBER_API int ember_intern_function(ember_txn *t, const ember_function *f,
     return txn_result(t, rc);
 }
 
+/* Remembers location ID's functions for em_stack_intern's postings. */
+static void location_cache_fns(em_wtxn *w, const ember_location *l,
+                               uint32_t id)
+{
+    uint32_t fns[EM_MAX_LINES];
+
+    for (size_t i = 0; i < l->nlines; i++)
+        fns[i] = l->lines[i].function;
+    em_icache_put_lfn(&w->db->icache, id, fns, l->nlines);
+}
+
 EMBER_API int ember_intern_location(ember_txn *t, const ember_location *l,
                                     uint32_t *id)
 {
@@ -904,6 +915,8 @@ EMBER_API int ember_intern_location(ember_txn *t, const ember_location *l,
     }
     if (rc == EMBER_OK)
         rc = em_table_intern(&t->w, EM_T_LOCATION, b->p, b->len, id, NULL);
+    if (rc == EMBER_OK)
+        location_cache_fns(&t->w, l, *id);
     return txn_result(t, rc);
 }
 

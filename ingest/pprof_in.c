@@ -906,6 +906,17 @@ static int add_mapping(pctx *c, uint64_t pos1, uint32_t *idx1)
 }
 
 /* The set index of function position POS. */
+/* A function's hash in the set: its string-table indexes stand for its
+** strings, since within one file equal indexes mean equal strings and the
+** rare duplicate string only costs a duplicate set entry. */
+static uint64_t function_key(const pb_function *f)
+{
+    uint64_t k[4] = { (uint64_t)f->name, (uint64_t)f->system_name,
+                      (uint64_t)f->filename, (uint64_t)f->start_line };
+
+    return em_hash64(k, sizeof k, 0x66756e63);
+}
+
 static int add_function(pctx *c, uint64_t pos, uint32_t *idx)
 {
     const pb_function *f = c->p->function[pos];
@@ -917,7 +928,7 @@ static int add_function(pctx *c, uint64_t pos, uint32_t *idx)
         *idx = c->fn_idx[pos] - 1;
         return EMBER_OK;
     }
-    if ((rc = em_pset_function(c->s, &ef, idx)) != EMBER_OK)
+    if ((rc = em_pset_function_hashed(c->s, &ef, function_key(f), idx)) != 0)
         return em_err_prefix(rc, "%s", c->origin);
     c->fn_idx[pos] = *idx + 1;
     return EMBER_OK;

@@ -233,7 +233,12 @@ static int function_copy(em_pset *s, const ember_function *f, ember_function *e)
 
 int em_pset_function(em_pset *s, const ember_function *f, uint32_t *idx)
 {
-    uint64_t h = function_hash(f);
+    return em_pset_function_hashed(s, f, function_hash(f), idx);
+}
+
+int em_pset_function_hashed(em_pset *s, const ember_function *f, uint64_t h,
+                            uint32_t *idx)
+{
     struct em_hslot *slot;
     int rc = index_reserve(s, &s->function_index, s->nfunctions);
 

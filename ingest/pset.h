@@ -115,6 +115,12 @@ typedef struct em_pset {
 ** NULL strings in M and F are taken as "". */
 int em_pset_mapping(em_pset *s, const ember_mapping *m, uint32_t *idx);
 int em_pset_function(em_pset *s, const ember_function *f, uint32_t *idx);
+/* The same with the caller's hash H of F, for decoders that can hash
+** something cheaper than the strings (pprof: their string-table indexes).
+** Equal content under different hashes is kept twice, which only costs a
+** second intern at write time; one set must not mix hash schemes. */
+int em_pset_function_hashed(em_pset *s, const ember_function *f, uint64_t h,
+                            uint32_t *idx);
 /* MAPPING: mapping index plus one, or 0. LINES: N (<= EM_PSET_MAX_LINES)
 ** inline frames, innermost first, with function indexes of the set. */
 int em_pset_location(em_pset *s, uint32_t mapping, uint64_t address,

@@ -354,6 +354,55 @@ static void test_focus(void **state)
     tu_rmdir(dir);
 }
 
+/* A location interned by an aborted transaction gets its id reused by the
+** next one: the writer's cache of location functions must not stage the
+** old location's functions for a stack of the new one. */
+static uint32_t intern_fn_loc(ember_txn *t, const char *name)
+{
+    ember_function f = { .name = name };
+    ember_line ln = { 0 };
+    ember_location l = { .lines = &ln, .nlines = 1 };
+    uint32_t id;
+
+    assert_int_equal(ember_intern_function(t, &f, &ln.function), EMBER_OK);
+    assert_int_equal(ember_intern_location(t, &l, &id), EMBER_OK);
+    return id;
+}
+
+static void test_focus_after_abort(void **state)
+{
+    char *dir = tu_tmpdir("focusabort");
+    ember_db *db = tu_open(dir, 0);
+    ember_txn *t = NULL;
+    uint32_t l1, l2, st;
+    ember_sample s = { 0, 5 };
+    ember_profile p = tu_profile(CPU, NULL, 0, T0, &s, 1);
+    ember_function other = { .name = "other_fn" };
+    uint32_t fid;
+    ember_merged *m;
+
+    (void)state;
+    assert_int_equal(ember_txn_begin(db, &t), EMBER_OK);
+    l1 = intern_fn_loc(t, "gone_fn");
+    ember_txn_abort(t);
+    assert_int_equal(ember_txn_begin(db, &t), EMBER_OK);
+    assert_int_equal(ember_intern_function(t, &other, &fid), EMBER_OK);
+    l2 = intern_fn_loc(t, "kept_fn");       /* another function id */
+    assert_int_equal(l1, l2);               /* the id was reused */
+    assert_int_equal(ember_intern_stack(t, &l2, 1, &st), EMBER_OK);
+    s.stack = st;
+    assert_int_equal(ember_txn_append(t, &p), EMBER_OK);
+    assert_int_equal(ember_txn_commit(t), EMBER_OK);
+    m = merge(db, CPU, 0, 0, "kept_fn");
+    assert_int_equal(merged_value(m, st), 5);
+    ember_merged_free(m);
+    m = merge(db, CPU, 0, 0, "gone_fn");
+    assert_int_equal(ember_merged_samples(m, NULL, NULL), 0);
+    ember_merged_free(m);
+    ember_close(db);
+    tu_rmdir(dir);
+}
+
 static void test_failed_batch_leaves_nothing(void **state)
 {
     char *dir = tu_tmpdir("atomic");
@@ -537,6 +586,7 @@ int main(void)
         cmocka_unit_test(test_ranges),
         cmocka_unit_test(test_labels),
         cmocka_unit_test(test_focus),
+        cmocka_unit_test(test_focus_after_abort),
         cmocka_unit_test(test_failed_batch_leaves_nothing),
         cmocka_unit_test(test_map_growth),
         cmocka_unit_test(test_threads),
