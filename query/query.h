@@ -2,13 +2,14 @@
 ** query/query.h: the query layer as the layers above (repl/) and the tests
 ** see it. Pipeline, one file each (SQLite's shape):
 **
-**   text --lexer.c--> tokens --parser.c--> em_node tree --(planner, executor:
-**   coming)--> ember_merge --rbuild.c--> em_rprofile --render_*.c--> FILE*
+**   text --lexer.c--> tokens --parser.c--> em_node tree --plan.c--> checked
+**   plan --exec.c, exec_series.c--> ember_result (result.c) --render.c-->
+**   render_*.c --> FILE*
 **
-** Today the language is one selector, `TYPE{name="value", ...}`, which is all
-** `ember query` needs; the node kinds, token kinds and error positions are
-** laid out so that merge/diff/focus/top and the series functions can grow
-** from here (docs/query-language.md).
+** The executor merges through the engine (ember_merge and the em_reader of
+** engine/engine.h), resolves stacks to names once (rbuild.c) and builds
+** typed results: profiles, diffs, series or tables. docs/query-language.md
+** is the language; docs/output-formats.md the renderers.
 **
 ** Invariants: every allocation goes through em_malloc and friends; every
 ** failure sets the thread's message (em_err) and returns a negative
