@@ -1024,6 +1024,25 @@ int em_type_unit(const char *type, char **unit)
     return rc;
 }
 
+/* True when chain CH's groups may stay unresolved: the caller asked for
+** stack ids only and no filter left after the engine's needs names. */
+static bool ids_only(const ectx *e, const em_pchain *ch)
+{
+    return (e->flags & EM_QUERY_IDS_ONLY) != 0 && ch->nops == 0;
+}
+
+/* Gives each group of S an empty profile of S's type in place of its
+** resolved stacks, and marks R as holding ids only. */
+static int groups_unresolved(gset *s, ember_result *r)
+{
+    int rc = EMBER_OK;
+
+    for (size_t g = 0; g < s->n && rc == EMBER_OK; g++)
+        rc = em_rprofile_init(&s->v[g].prof, s->type);
+    r->ids_only = true;
+    return rc;
+}
+
 static int exec_profiles(ectx *e, const em_plan *p, ember_result *r)
 {
     gset s;
@@ -1033,7 +1052,9 @@ static int exec_profiles(ectx *e, const em_plan *p, ember_result *r)
         rc = exec_diff(e, p, &s);
     } else {
         rc = chain_merge(e, &p->a, &s);
-        if (rc == EMBER_OK && s.type != NULL)
+        if (rc == EMBER_OK && s.type != NULL && ids_only(e, &p->a))
+            rc = groups_unresolved(&s, r);
+        else if (rc == EMBER_OK && s.type != NULL)
             rc = groups_resolve(e, s.type, (gset *[]){ &s }, 1);
         if (rc == EMBER_OK)
             rc = groups_filter(&s, &p->a);
@@ -1048,9 +1069,9 @@ static int exec_profiles(ectx *e, const em_plan *p, ember_result *r)
 }
 
 int em_exec(ember_db *db, const char *text, const em_plan *plan,
-            int64_t step_ms, ember_result **out)
+            int64_t step_ms, unsigned flags, ember_result **out)
 {
-    ectx e = { .db = db, .text = text, .step = step_ms };
+    ectx e = { .db = db, .text = text, .step = step_ms, .flags = flags };
     ember_result *r = em_calloc(1, sizeof *r);
     int rc;
 

@@ -33,6 +33,7 @@ typedef struct ectx {
                                     ** (snapshot or owned by unit_own) */
     char *unit_own;
     bool units_mixed;               /* series of several units were read */
+    unsigned flags;                 /* EM_QUERY_* */
 } ectx;
 
 /* Strings and labels (exec.c). */

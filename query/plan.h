@@ -92,12 +92,13 @@ int em_plan_build(const em_plan_ctx *ctx, const em_node *tree,
                   em_plan **out);
 void em_plan_free(em_plan *p);                  /* NULL: no-op */
 
-/* Runs PLAN on DB into a new *OUT (em_result_free). STEP_MS buckets series.
+/* Runs PLAN on DB into a new *OUT (em_result_free). STEP_MS buckets series;
+** FLAGS are em_query_run's.
 ** Type errors found while running (a selector of several types in a
 ** profile context, a diff of two types) are EMBER_EINVAL with a caret into
 ** TEXT. */
 int em_exec(ember_db *db, const char *text, const em_plan *plan,
-            int64_t step_ms, ember_result **out);
+            int64_t step_ms, unsigned flags, ember_result **out);
 
 /* Labels: copies N labels (names and values each em_malloc'ed) into a new
 ** array *OUT; frees such an array. */

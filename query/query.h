@@ -380,10 +380,21 @@ struct ember_result {
     int64_t step_ms;            /* series bucketing; 0: none */
     ember_frame *frames;        /* ember_result_stack's scratch, owned */
     size_t cap_frames;
+    bool ids_only;              /* profiles hold stack ids (merged) but no
+                                ** resolved names: EM_QUERY_IDS_ONLY */
 };
 
 /* Frees everything R owns and R itself. NULL: no-op. */
 void em_result_free(ember_result *r);
+
+/* ember_query with FLAGS. EM_QUERY_IDS_ONLY: a profile result need not
+** resolve its stacks to names when no filter needs them (the pprof
+** renderer reads the symbols itself from em_pgroup.merged); its groups'
+** em_rprofile may then be empty and r->ids_only is set, which only the
+** pprof format accepts. */
+#define EM_QUERY_IDS_ONLY 1u
+int em_query_run(ember_db *db, const char *text, const ember_query_opts *opts,
+                 unsigned flags, ember_result **out);
 
 /* ---- rendering results (query/render.c dispatches) ------------------------ */
 

@@ -359,6 +359,9 @@ int em_render_result(FILE *f, const ember_result *r, const char *format,
     if ((fmt->kinds & kind_bit(r->kind)) == 0)
         return em_err(EMBER_EINVAL, "-o %s does not render a %s result: "
                       "expected %s", format, kind_name(r->kind), list);
+    if (r->ids_only && fmt->profile_fn != profile_pprof)
+        return em_err(EMBER_EINVAL, "-o %s: this result was run for pprof "
+                      "output and holds no function names", format);
     fn = r->kind == EMBER_RESULT_SERIES ? fmt->series_fn :
          r->kind == EMBER_RESULT_TABLE ? fmt->table_fn : fmt->profile_fn;
     if (o.max_lines > 0 && !fmt->binary)

@@ -98,6 +98,12 @@ static int opts_check(const ember_query_opts *o)
 EMBER_API int ember_query(ember_db *db, const char *text,
                           const ember_query_opts *opts, ember_result **out)
 {
+    return em_query_run(db, text, opts, 0, out);
+}
+
+int em_query_run(ember_db *db, const char *text, const ember_query_opts *opts,
+                 unsigned flags, ember_result **out)
+{
     em_plan_ctx ctx = { .text = text };
     em_node *tree = NULL;
     em_plan *plan = NULL;
@@ -123,7 +129,8 @@ EMBER_API int ember_query(ember_db *db, const char *text,
     if (rc == EMBER_OK)
         rc = em_plan_build(&ctx, tree, &plan);
     if (rc == EMBER_OK)
-        rc = em_exec(db, text, plan, opts != NULL ? opts->step_ms : 0, out);
+        rc = em_exec(db, text, plan, opts != NULL ? opts->step_ms : 0, flags,
+                     out);
     em_plan_free(plan);
     em_node_free(tree);
     return rc;

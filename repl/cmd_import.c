@@ -6,10 +6,15 @@
 **
 ** Good files are written in batches, one transaction (so one fsync) per
 ** batch: importing thousands of small pprof files costs thousands of
-** fsyncs otherwise. Should a batch fail to write, each of its files is
-** written again alone, so one file's failure never takes the others down
-** and each file stays all-or-nothing. Directories are walked recursively in
-** name order so that imports are reproducible.
+** fsyncs otherwise. Each file is written into the batch's transaction as
+** soon as it is decoded and its set freed, so memory stays small and warm
+** (holding a batch of decoded sets touched fresh pages for every file).
+** Decoding already refused what the engine would refuse, so a write fails
+** only for out-of-memory or I/O; should one fail, or the commit, the batch
+** is dropped and each of its files decoded and written again alone, so one
+** file's failure never takes the others down and each file stays
+** all-or-nothing. Directories are walked recursively in name order so
+** that imports are reproducible.
 */
 #include <dirent.h>
 #include <errno.h>
@@ -30,11 +35,6 @@
 #define BATCH_MAX_BYTES (64ull << 20)       /* decoded input per transaction */
 #define PROGRESS_MS 250                     /* progress line refresh */
 
-/* One decoded file waiting for its batch to be written. */
-typedef struct pending {
-    char *path;
-    em_pset set;
-} pending;
 
 typedef struct import_run {
     ember_db *db;
@@ -43,9 +43,12 @@ typedef struct import_run {
     const char *time;               /* --time, or NULL */
     int64_t now_ms, started_ms, shown_ms;
     bool progress;                  /* stderr is a terminal */
-    pending batch[BATCH_MAX_FILES];
+    ember_txn *txn;                 /* the open batch, or NULL */
+    char *batch[BATCH_MAX_FILES];   /* its files, for a retry */
     size_t nbatch;
     uint64_t batch_bytes;
+    em_pset_counts batch_counts;    /* written in the batch, not committed */
+    bool batch_failed;              /* a write failed: retry file by file */
     uint64_t files, failed, profiles, samples, bytes;
     uint64_t read_samples, read_bytes;  /* decoded, written or not yet */
 } import_run;
@@ -142,93 +145,121 @@ static void progress_show(import_run *r, bool force)
             (double)r->read_bytes / 1e6 / secs);
 }
 
-/* Writes the decoded sets P[0..N) in one transaction. */
-static int write_sets(import_run *r, pending *p, size_t n,
-                      em_pset_counts *total)
+/* Decodes PATH into *SET (em_pset_free it, also on failure). */
+static int decode_path(import_run *r, const char *path, em_pset *set)
 {
-    ember_txn *txn = NULL;
-    int rc = ember_txn_begin(r->db, &txn);
-
-    *total = (em_pset_counts){ 0 };
-    for (size_t i = 0; rc == EMBER_OK && i < n; i++) {
-        em_pset_counts c;
-        rc = em_pset_write(txn, &p[i].set, &c);
-        total->profiles += c.profiles;
-        total->samples += c.samples;
-    }
-    if (rc != EMBER_OK) {
-        ember_txn_abort(txn);
-        return rc;
-    }
-    return ember_txn_commit(txn);
-}
-
-static void count_written(import_run *r, const pending *p, size_t n,
-                          const em_pset_counts *c)
-{
-    r->profiles += c->profiles;
-    r->samples += c->samples;
-    for (size_t i = 0; i < n; i++)
-        r->bytes += p[i].set.bytes_in;
-}
-
-/* Writes the batch, falling back to one transaction per file. */
-static void batch_flush(import_run *r)
-{
-    em_pset_counts c;
-
-    if (r->nbatch == 0)
-        return;
-    if (write_sets(r, r->batch, r->nbatch, &c) == EMBER_OK) {
-        count_written(r, r->batch, r->nbatch, &c);
-    } else {
-        for (size_t i = 0; i < r->nbatch; i++) {
-            if (write_sets(r, &r->batch[i], 1, &c) == EMBER_OK)
-                count_written(r, &r->batch[i], 1, &c);
-            else
-                report_failure(r, r->batch[i].path);
-        }
-    }
-    for (size_t i = 0; i < r->nbatch; i++) {
-        em_pset_free(&r->batch[i].set);
-        free(r->batch[i].path);
-    }
-    r->nbatch = 0;
-    r->batch_bytes = 0;
-    progress_show(r, false);
-}
-
-/* Decodes PATH into the next batch slot; a bad file is reported here. */
-static void import_file(import_run *r, const char *path)
-{
-    pending *p = &r->batch[r->nbatch];
     em_import_opts o = r->opts;
     char *buf = NULL;
     size_t len = 0;
     int rc;
 
-    memset(&p->set, 0, sizeof p->set);
+    memset(set, 0, sizeof *set);
     o.origin = path;
     rc = file_time(r, path, &o.time_ms);
     if (rc == EMBER_OK)
         rc = file_read(path, &buf, &len);
     if (rc == EMBER_OK)
-        rc = em_decode(buf, len, &o, &p->set);
+        rc = em_decode(buf, len, &o, set);
     em_free(buf);
-    r->files++;
-    p->path = rc == EMBER_OK ? strdup(path) : NULL;
-    if (rc == EMBER_OK && p->path == NULL)
-        rc = em_err(EMBER_ENOMEM, "file name");
+    return rc;
+}
+
+static void count_written(import_run *r, const em_pset_counts *c,
+                          uint64_t bytes)
+{
+    r->profiles += c->profiles;
+    r->samples += c->samples;
+    r->bytes += bytes;
+}
+
+/* Writes PATH alone in its own transaction, decoding it again. */
+static void write_alone(import_run *r, const char *path)
+{
+    em_pset set;
+    em_pset_counts c = { 0 };
+    ember_txn *txn = NULL;
+    int rc = decode_path(r, path, &set);
+
+    if (rc == EMBER_OK)
+        rc = ember_txn_begin(r->db, &txn);
+    if (rc == EMBER_OK && (rc = em_pset_write(txn, &set, &c)) != EMBER_OK)
+        ember_txn_abort(txn);
+    else if (rc == EMBER_OK)
+        rc = ember_txn_commit(txn);
+    if (rc == EMBER_OK)
+        count_written(r, &c, set.bytes_in);
+    else
+        report_failure(r, path);
+    em_pset_free(&set);
+}
+
+/* Commits the batch, or after a failure writes each of its files alone. */
+static void batch_flush(import_run *r)
+{
+    int rc = EMBER_OK;
+
+    if (r->nbatch == 0)
+        return;
+    if (r->batch_failed)
+        ember_txn_abort(r->txn);
+    else
+        rc = ember_txn_commit(r->txn);
+    r->txn = NULL;
+    if (!r->batch_failed && rc == EMBER_OK) {
+        count_written(r, &r->batch_counts, r->batch_bytes);
+    } else {
+        for (size_t i = 0; i < r->nbatch; i++)
+            write_alone(r, r->batch[i]);
+    }
+    for (size_t i = 0; i < r->nbatch; i++)
+        free(r->batch[i]);
+    r->nbatch = 0;
+    r->batch_bytes = 0;
+    r->batch_counts = (em_pset_counts){ 0 };
+    r->batch_failed = false;
+    progress_show(r, false);
+}
+
+/* Writes SET (decoded from PATH) into the batch's transaction. */
+static int batch_add(import_run *r, const char *path, const em_pset *set)
+{
+    em_pset_counts c = { 0 };
+    char *copy = strdup(path);
+    int rc = copy != NULL ? EMBER_OK : em_err(EMBER_ENOMEM, "file name");
+
+    if (rc == EMBER_OK && r->txn == NULL && !r->batch_failed)
+        rc = ember_txn_begin(r->db, &r->txn);
     if (rc != EMBER_OK) {
-        em_pset_free(&p->set);
+        free(copy);
+        return rc;
+    }
+    r->batch[r->nbatch++] = copy;
+    r->batch_bytes += set->bytes_in;
+    if (!r->batch_failed && em_pset_write(r->txn, set, &c) != EMBER_OK)
+        r->batch_failed = true;     /* batch_flush retries file by file */
+    r->batch_counts.profiles += c.profiles;
+    r->batch_counts.samples += c.samples;
+    return EMBER_OK;
+}
+
+/* Decodes PATH and writes it into the batch; a bad file is reported here. */
+static void import_file(import_run *r, const char *path)
+{
+    em_pset set;
+    int rc = decode_path(r, path, &set);
+
+    r->files++;
+    if (rc == EMBER_OK) {
+        r->read_bytes += set.bytes_in;
+        r->read_samples += set.nsamples;
+        rc = batch_add(r, path, &set);
+    }
+    em_pset_free(&set);
+    if (rc != EMBER_OK) {
         report_failure(r, path);
         return;
     }
-    em_pset_trim(&p->set);          /* only written from now on */
-    r->batch_bytes += p->set.bytes_in;
-    r->read_bytes += p->set.bytes_in;
-    r->read_samples += p->set.nsamples;
-    if (++r->nbatch == BATCH_MAX_FILES || r->batch_bytes >= BATCH_MAX_BYTES)
+    if (r->nbatch == BATCH_MAX_FILES || r->batch_bytes >= BATCH_MAX_BYTES)
         batch_flush(r);
     progress_show(r, false);
 }

@@ -222,8 +222,11 @@ static int query_run(const query_args *a, ember_db *db)
 
     rc = em_cli_range(a->from, a->to, em_cli_now_ms(), &qo.from_ms,
                       &qo.to_ms);
+    /* pprof reads the symbols itself: resolving names would be wasted */
     if (rc == EMBER_OK)
-        rc = ember_query(db, a->text, &qo, &r);
+        rc = em_query_run(db, a->text, &qo,
+                          a->format != NULL && strcmp(a->format, "pprof") == 0
+                              ? EM_QUERY_IDS_ONLY : 0, &r);
     if (rc != EMBER_OK) {
         st = em_cli_fail(1, "query", "%s", ember_errmsg(db));
         goto out;
