@@ -53,8 +53,10 @@ typedef struct import_run {
     uint64_t read_samples, read_bytes;  /* decoded, written or not yet */
 } import_run;
 
-/* Reads all of PATH into a new buffer (*buf, em_free it). */
-static int file_read(const char *path, char **buf, size_t *len)
+/* Reads all of PATH into a new buffer (*buf, em_free it); *MTIME_MS gets
+** its modification time from the same fstat. */
+static int file_read(const char *path, char **buf, size_t *len,
+                     int64_t *mtime_ms)
 {
     FILE *f = fopen(path, "rb");
     struct stat st;
@@ -66,6 +68,8 @@ static int file_read(const char *path, char **buf, size_t *len)
         rc = em_err(EMBER_EIO, "%s", strerror(errno));
         goto out;
     }
+    *mtime_ms = (int64_t)st.st_mtim.tv_sec * 1000 +
+                st.st_mtim.tv_nsec / 1000000;
     if ((uint64_t)st.st_size > IMPORT_MAX_FILE) {
         rc = em_err(EMBER_ELIMIT, "larger than %llu bytes",
                     (unsigned long long)IMPORT_MAX_FILE);
@@ -88,11 +92,11 @@ out:
 }
 
 /* The time of a file whose content has none: --time, else a unix-ms file
-** name, else the mtime. */
-static int file_time(const import_run *r, const char *path, int64_t *ms)
+** name, else MTIME_MS. */
+static int file_time(const import_run *r, const char *path, int64_t mtime_ms,
+                     int64_t *ms)
 {
     const char *base = strrchr(path, '/');
-    struct stat st;
     char *end;
     long long v;
 
@@ -106,9 +110,7 @@ static int file_time(const import_run *r, const char *path, int64_t *ms)
         *ms = v;
         return EMBER_OK;
     }
-    if (stat(path, &st) != 0)
-        return em_err(EMBER_EIO, "%s", strerror(errno));
-    *ms = (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
+    *ms = mtime_ms;
     return EMBER_OK;
 }
 
@@ -151,13 +153,14 @@ static int decode_path(import_run *r, const char *path, em_pset *set)
     em_import_opts o = r->opts;
     char *buf = NULL;
     size_t len = 0;
+    int64_t mtime = 0;
     int rc;
 
     memset(set, 0, sizeof *set);
     o.origin = path;
-    rc = file_time(r, path, &o.time_ms);
+    rc = file_read(path, &buf, &len, &mtime);
     if (rc == EMBER_OK)
-        rc = file_read(path, &buf, &len);
+        rc = file_time(r, path, mtime, &o.time_ms);
     if (rc == EMBER_OK)
         rc = em_decode(buf, len, &o, set);
     em_free(buf);
