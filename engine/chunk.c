@@ -572,6 +572,24 @@ int em_chunk_header_read(const uint8_t *buf, size_t len, em_chunk_header *h)
     return header_parse(buf, len, true, h);
 }
 
+int em_chunk_header_peek(const uint8_t *buf, size_t len, em_chunk_header *h,
+                         uint32_t *crc)
+{
+    int rc = header_parse(buf, len, false, h);
+
+    *crc = rc == EMBER_OK ? em_get_le32(buf + CHUNK_CRC_OFF) : 0;
+    return rc;
+}
+
+int em_chunk_crc_check(const uint8_t *buf, size_t len)
+{
+    if (len < CHUNK_HDR)
+        return EM_CORRUPT("chunk: %zu bytes, shorter than a header", len);
+    if (chunk_crc(buf, len) != em_get_le32(buf + CHUNK_CRC_OFF))
+        return EM_CORRUPT("chunk: checksum mismatch");
+    return EMBER_OK;
+}
+
 /* Checks a v1 column's entry against the count of varints it must hold:
 ** each takes 1 to 10 bytes, and zstd cannot expand past CHUNK_ZSTD_RATIO. */
 static int dir_check(size_t k, const col_ref *d, uint64_t count)
@@ -835,37 +853,53 @@ static int dec_values(col_rd *r, const em_chunk *ch, int64_t *val)
     return col_done(r);
 }
 
-/* Carves CH->mem into the arrays COLS asks for: 8-byte arrays first, so
-** every array is aligned. Counts were proven small by dir_read. */
-static int dec_alloc(em_chunk *ch, unsigned cols)
+/* Bytes the arrays of PARTS take for a chunk with header H. */
+static size_t parts_size(const em_chunk_header *h, unsigned parts)
+{
+    size_t np = h->nprofiles, ns = h->nstacks, nsm = (size_t)h->nsamples;
+    size_t size = 0;
+
+    size += parts & EM_PART_TIMES ? 3 * np * 8 : 0;
+    size += parts & EM_PART_TOTALS ? np * 8 : 0;
+    size += parts & EM_PART_STACKS ? (ns + 1) * 8 + ns * 4 : 0;
+    size += parts & EM_PART_VALUES ? nsm * 8 : 0;
+    size += parts & EM_PART_PROFILES ? nsm * 4 : 0;
+    return size;
+}
+
+/* Carves one new allocation, *MEM, into the arrays of PARTS in CH: 8-byte
+** arrays first, so every array is aligned. Counts were proven small by
+** dir_read. */
+static int parts_alloc(em_chunk *ch, unsigned parts, void **mem,
+                       size_t *bytes)
 {
     const em_chunk_header *h = &ch->h;
     size_t np = h->nprofiles, ns = h->nstacks, nsm = (size_t)h->nsamples;
-    size_t size = 0, at = 0;
+    size_t size = parts_size(h, parts), at = 0;
     uint8_t *m;
 
-    size += cols & EM_COL_TIMES ? 3 * np * 8 : 0;
-    size += cols & EM_COL_TOTALS ? np * 8 : 0;
-    size += cols & EM_COL_SAMPLES ? (ns + 1) * 8 + nsm * 12 + ns * 4 : 0;
-    ch->mem = m = em_malloc(size);
+    *mem = m = em_malloc(size);
     if (m == NULL)
         return em_err(EMBER_ENOMEM, "chunk: %zu bytes for decoded columns",
                       size);
+    *bytes = size;
 #define CARVE(field, n) \
     (ch->field = (void *)(m + at), at += (n) * sizeof *ch->field)
-    if (cols & EM_COL_TIMES) {
+    if (parts & EM_PART_TIMES) {
         CARVE(time_ms, np);
         CARVE(duration_ns, np);
         CARVE(period, np);
     }
-    if (cols & EM_COL_TOTALS)
+    if (parts & EM_PART_TOTALS)
         CARVE(total, np);
-    if (cols & EM_COL_SAMPLES) {
+    if (parts & EM_PART_STACKS)
         CARVE(stack_start, ns + 1);
+    if (parts & EM_PART_VALUES)
         CARVE(sample_value, nsm);
+    if (parts & EM_PART_STACKS)
         CARVE(stacks, ns);
+    if (parts & EM_PART_PROFILES)
         CARVE(sample_profile, nsm);
-    }
 #undef CARVE
     return EMBER_OK;
 }
@@ -880,15 +914,15 @@ static int col_delta(em_codec *c, const col_ref *d, size_t k, uint32_t n,
     return rc == EMBER_OK ? dec_delta(&r, n, out) : rc;
 }
 
-/* Decodes the per-profile columns COLS asks for. */
+/* Decodes the per-profile parts PARTS asks for. */
 static int dec_profile_cols(em_codec *c, const col_ref *d, em_chunk *ch,
-                            unsigned cols)
+                            unsigned parts)
 {
     uint32_t np = ch->h.nprofiles;
     col_rd r;
     int rc = EMBER_OK;
 
-    if (cols & EM_COL_TIMES) {
+    if (parts & EM_PART_TIMES) {
         rc = col_open(c, &d[COL_TIMES], COL_TIMES, &r);
         if (rc == EMBER_OK)
             rc = dec_times(&r, &ch->h, ch->time_ms);
@@ -897,25 +931,29 @@ static int dec_profile_cols(em_codec *c, const col_ref *d, em_chunk *ch,
         if (rc == EMBER_OK)
             rc = col_delta(c, d, COL_PERIODS, np, ch->period);
     }
-    if (rc == EMBER_OK && (cols & EM_COL_TOTALS))
+    if (rc == EMBER_OK && (parts & EM_PART_TOTALS))
         rc = col_delta(c, d, COL_TOTALS, np, ch->total);
     return rc;
 }
 
-static int dec_sample_cols(em_codec *c, const col_ref *d, em_chunk *ch)
+/* Decodes the stack-major parts PARTS asks for; the profiles and values
+** columns need stack_start, which CH has or which STACKS brings first. */
+static int dec_sample_cols(em_codec *c, const col_ref *d, em_chunk *ch,
+                           unsigned parts)
 {
     col_rd r;
-    int rc;
+    int rc = EMBER_OK;
 
-    if ((rc = col_open(c, &d[COL_STACKS], COL_STACKS, &r)) == EMBER_OK)
+    if ((parts & EM_PART_STACKS) &&
+        (rc = col_open(c, &d[COL_STACKS], COL_STACKS, &r)) == EMBER_OK)
         rc = dec_stacks(&r, ch->h.nstacks, ch->stacks);
-    if (rc == EMBER_OK &&
+    if (rc == EMBER_OK && (parts & EM_PART_STACKS) &&
         (rc = col_open(c, &d[COL_COUNTS], COL_COUNTS, &r)) == EMBER_OK)
         rc = dec_counts(&r, &ch->h, ch->stack_start);
-    if (rc == EMBER_OK &&
+    if (rc == EMBER_OK && (parts & EM_PART_PROFILES) &&
         (rc = col_open(c, &d[COL_PROFILES], COL_PROFILES, &r)) == EMBER_OK)
         rc = dec_profiles(&r, ch, ch->sample_profile);
-    if (rc == EMBER_OK &&
+    if (rc == EMBER_OK && (parts & EM_PART_VALUES) &&
         (rc = col_open(c, &d[COL_VALUES], COL_VALUES, &r)) == EMBER_OK)
         rc = dec_values(&r, ch, ch->sample_value);
     return rc;
@@ -943,22 +981,109 @@ static int dec_check_totals(em_codec *c, const em_chunk *ch)
     return EMBER_OK;
 }
 
+unsigned em_chunk_parts(const em_chunk *ch)
+{
+    return (ch->time_ms != NULL ? EM_PART_TIMES : 0) |
+           (ch->total != NULL ? EM_PART_TOTALS : 0) |
+           (ch->stack_start != NULL ? EM_PART_STACKS : 0) |
+           (ch->sample_value != NULL ? EM_PART_VALUES : 0) |
+           (ch->sample_profile != NULL ? EM_PART_PROFILES : 0);
+}
+
+void em_chunk_adopt(em_chunk *dst, const em_chunk *src, unsigned parts)
+{
+    if (parts & EM_PART_TIMES) {
+        dst->time_ms = src->time_ms;
+        dst->duration_ns = src->duration_ns;
+        dst->period = src->period;
+    }
+    if (parts & EM_PART_TOTALS)
+        dst->total = src->total;
+    if (parts & EM_PART_STACKS) {
+        dst->stacks = src->stacks;
+        dst->stack_start = src->stack_start;
+    }
+    if (parts & EM_PART_VALUES)
+        dst->sample_value = src->sample_value;
+    if (parts & EM_PART_PROFILES)
+        dst->sample_profile = src->sample_profile;
+}
+
+/* Decodes into a copy of CH the parts of WANT it lacks, then hands the
+** copy back: on failure CH is as it was. */
+static int chunk_parts(em_codec *c, const uint8_t *buf, size_t len,
+                       unsigned want, em_chunk *ch, void **mem,
+                       size_t *bytes)
+{
+    const unsigned sums = EM_PART_TOTALS | EM_PART_VALUES | EM_PART_PROFILES;
+    unsigned have = em_chunk_parts(ch), add;
+    col_ref d[CHUNK_NCOLS];
+    em_chunk t = *ch;
+    int rc;
+
+    if (want & (EM_PART_VALUES | EM_PART_PROFILES))
+        want |= EM_PART_STACKS;     /* their runs are the stacks' counts */
+    add = want & ~have;
+    if (add == 0)
+        return EMBER_OK;
+    rc = dir_read(buf, len, &t.h, d);
+    if (rc == EMBER_OK)
+        rc = parts_alloc(&t, add, mem, bytes);
+    if (rc == EMBER_OK)
+        rc = dec_profile_cols(c, d, &t, add);
+    if (rc == EMBER_OK)
+        rc = dec_sample_cols(c, d, &t, add);
+    if (rc == EMBER_OK && ((have | add) & sums) == sums && (add & sums))
+        rc = dec_check_totals(c, &t);
+    if (rc != EMBER_OK) {
+        em_free(*mem);
+        *mem = NULL;
+        *bytes = 0;
+        return rc;
+    }
+    t.mem = ch->mem;        /* MEM may be &ch->mem (em_chunk_decode) */
+    *ch = t;
+    return EMBER_OK;
+}
+
+int em_chunk_decode_parts(em_codec *c, const uint8_t *buf, size_t len,
+                          unsigned parts, em_chunk *ch, void **mem,
+                          size_t *bytes)
+{
+    em_codec *tmp = NULL;
+    int rc = EMBER_OK;
+
+    *mem = NULL;
+    *bytes = 0;
+    if (parts & ~(unsigned)EM_PART_ALL)
+        return em_err(EMBER_EINVAL, "chunk decode: unknown parts %#x", parts);
+    if (c == NULL)
+        rc = em_codec_new(&tmp), c = tmp;
+    if (rc == EMBER_OK)
+        rc = chunk_parts(c, buf, len, parts, ch, mem, bytes);
+    if (c != NULL)
+        codec_trim(c);
+    em_codec_free(tmp);
+    return rc;
+}
+
+/* The parts behind em_chunk_decode's columns. */
+static unsigned cols_parts(unsigned cols)
+{
+    return (cols & EM_COL_TIMES ? EM_PART_TIMES : 0) |
+           (cols & EM_COL_TOTALS ? EM_PART_TOTALS : 0) |
+           (cols & EM_COL_SAMPLES ? EM_PART_STACKS | EM_PART_VALUES |
+                                    EM_PART_PROFILES : 0);
+}
+
 static int chunk_decode(em_codec *c, const uint8_t *buf, size_t len,
                         unsigned cols, em_chunk *ch)
 {
-    col_ref d[CHUNK_NCOLS];
+    size_t bytes;
     int rc = header_parse(buf, len, !(cols & EM_COL_CRC_DONE), &ch->h);
 
     if (rc == EMBER_OK)
-        rc = dir_read(buf, len, &ch->h, d);
-    if (rc == EMBER_OK)
-        rc = dec_alloc(ch, cols);
-    if (rc == EMBER_OK)
-        rc = dec_profile_cols(c, d, ch, cols);
-    if (rc == EMBER_OK && (cols & EM_COL_SAMPLES))
-        rc = dec_sample_cols(c, d, ch);
-    if (rc == EMBER_OK && (cols & EM_COL_TOTALS) && (cols & EM_COL_SAMPLES))
-        rc = dec_check_totals(c, ch);
+        rc = chunk_parts(c, buf, len, cols_parts(cols), ch, &ch->mem, &bytes);
     return rc;
 }
 

@@ -17,7 +17,8 @@
 **   values     per stack: first value, then delta against the same stack's
 **              previous value, zig-zag (wrap-around) [nsamples]
 ** The header (fixed size, uncompressed) carries the counts, the time span and
-** a CRC-32 of everything after the checksum field; every read checks it.
+** a CRC-32 of everything after the checksum field; every read checks it
+** (the chunk cache checks it once, when it decodes the chunk).
 **
 ** Decoders treat their input as hostile: every count is checked against the
 ** bytes present and against EM_CHUNK_MAX_* before it sizes an allocation.
@@ -42,6 +43,19 @@ enum {
     EM_COL_ALL = 7u,
     EM_COL_CRC_DONE = 1u << 3   /* not a column: the caller verified the
                                 ** checksum (em_chunk_header_read) already */
+};
+
+/* The parts of a decoded chunk, for readers that decode a chunk a part at
+** a time and keep it (em_chunk_decode_parts, the chunk cache of
+** engine/ccache.c): a merge of a chunk wholly inside its range needs no
+** profile indexes, a total no samples at all. */
+enum {
+    EM_PART_TIMES = 1u << 0,    /* time_ms, duration_ns, period */
+    EM_PART_TOTALS = 1u << 1,   /* total */
+    EM_PART_STACKS = 1u << 2,   /* stacks, stack_start */
+    EM_PART_VALUES = 1u << 3,   /* sample_value (brings STACKS) */
+    EM_PART_PROFILES = 1u << 4, /* sample_profile (brings STACKS) */
+    EM_PART_ALL = 31u
 };
 
 /* One profile given to the encoder. */
@@ -93,6 +107,29 @@ int em_chunk_encode(em_codec *c, const em_chunk_profile *ps, size_t np,
 
 /* Reads and checks the header and the checksum of the whole blob. */
 int em_chunk_header_read(const uint8_t *buf, size_t len, em_chunk_header *h);
+
+/* The header, checked but without the checksum, and the stored checksum
+** *CRC: what a cache looks a chunk up by. The chunk is not proven whole. */
+int em_chunk_header_peek(const uint8_t *buf, size_t len, em_chunk_header *h,
+                         uint32_t *crc);
+/* Checks the checksum of the whole blob (EMBER_ECORRUPT on a mismatch). */
+int em_chunk_crc_check(const uint8_t *buf, size_t len);
+
+/* Decodes into CH the parts of PARTS (EM_PART_*) it lacks. CH->h must be
+** BUF's header and BUF's checksum verified by the caller; CH's arrays may
+** come from earlier calls on the same bytes. The new arrays live in one
+** new allocation *MEM of *BYTES bytes (NULL, 0 when nothing was missing),
+** which the caller frees; CH->mem is left alone. C may be NULL. When
+** totals, values and profile indexes are all present after a call that
+** added one of them, the totals are checked against the values as
+** em_chunk_decode does. On failure CH is unchanged and *MEM is NULL. */
+int em_chunk_decode_parts(em_codec *c, const uint8_t *buf, size_t len,
+                          unsigned parts, em_chunk *ch, void **mem,
+                          size_t *bytes);
+/* Which parts CH holds (its arrays that are not NULL). */
+unsigned em_chunk_parts(const em_chunk *ch);
+/* Copies into DST the array pointers of PARTS from SRC. */
+void em_chunk_adopt(em_chunk *dst, const em_chunk *src, unsigned parts);
 
 /* Decodes the columns COLS asks for. C may be NULL (a temporary codec is
 ** made). On failure OUT holds nothing to release and the message names the

@@ -1,7 +1,8 @@
 /*
 ** engine/db.c: opening and closing a database directory, the LMDB
 ** environment and its sub-databases, read and write transactions, growing
-** the map, the format version check, and the interval syncer.
+** the map, the format version check, the interval syncer, and the caches
+** a handle's readers share (decoded chunks, focus sets, merge buffers).
 **
 ** Invariants: every LMDB txn of this process is taken under resize_lock
 ** shared, so that em_map_grow (exclusive) runs with none active, as
@@ -18,6 +19,7 @@
 #define EM_DEFAULT_MAP (1ull << 30)
 #define EM_MAP_HEADROOM (64ull << 20)   /* grow when less than this is free */
 #define EM_GROW_WAIT_S 30
+#define EM_DEFAULT_CACHE (256ull << 20)
 
 const char *const em_dbi_names[EM_D_COUNT] = {
     "str", "map", "fn", "loc", "stk", "ser",
@@ -107,6 +109,8 @@ int em_rtxn_begin(ember_db *db, em_rtxn *r)
         rc = em_codec_new(&r->codec);
     if (rc != EMBER_OK)
         em_rtxn_end(r);
+    else
+        r->epoch = em_ccache_epoch(db->ccache);
     return rc;
 }
 
@@ -337,6 +341,8 @@ static void opts_defaults(ember_db *db, const ember_open_opts *in)
         o->chunk_max_profiles = EM_CHUNK_MAX_PROFILES;
     if (o->zstd_level == 0)
         o->zstd_level = 3;
+    if (o->cache_bytes == 0)
+        o->cache_bytes = EM_DEFAULT_CACHE;
 }
 
 /* Creates DIR unless it exists or the options forbid it. */
@@ -504,9 +510,13 @@ static int db_new(const char *dir, const ember_open_opts *opts,
     pthread_cond_init(&db->qcond, NULL);
     pthread_mutex_init(&db->smu, NULL);
     pthread_cond_init(&db->scond, NULL);
+    em_kcache_init(&db->kcache);
+    em_mpool_init(&db->mpool);
     db->dir = em_strdup(dir);
     if (db->dir == NULL)
         return em_err(EMBER_ENOMEM, "open: directory name");
+    if (db->opts.cache_bytes != EMBER_CACHE_OFF)
+        return em_ccache_new(db->opts.cache_bytes, &db->ccache);
     return EMBER_OK;
 }
 
@@ -561,6 +571,9 @@ EMBER_API void ember_close(ember_db *db)
     }
     em_codec_free(db->wcodec);
     em_icache_free(&db->icache);
+    em_ccache_free(db->ccache);
+    em_kcache_free(&db->kcache);
+    em_mpool_free(&db->mpool);
     pthread_rwlock_destroy(&db->resize_lock);
     pthread_mutex_destroy(&db->wlock);
     pthread_mutex_destroy(&db->qmu);

@@ -12,6 +12,14 @@
 ** Matchers follow PromQL: a missing label has the value "", regexes are
 ** fully anchored. Evaluation intersects the matchers' series sets, starting
 ** from the whole id range.
+**
+** Focus and ignore: the stacks through the functions a regex names, ORed
+** from the function postings (a literal regex compares string ids instead
+** of running over every name), as a dense bitset of the stacks to keep.
+** The handle keeps the last sets made, per (focus, ignore, function and
+** stack counts of the snapshot): tables only grow, so equal counts mean an
+** equal set, and new stacks or functions make a new one. Each set made gets
+** an id never reused, which names it in the chunk cache's memos.
 */
 #include "engine/store.h"
 
@@ -404,24 +412,62 @@ static int function_matches(em_rtxn *r, const em_regex *re, const MDB_val *d,
     return rc;
 }
 
-int em_focus_stacks(em_rtxn *r, const char *regex, roaring_bitmap_t **out)
+/* True when function record D names string NAME (name or system name):
+** a literal regex compares string ids, reading no string. */
+static int function_names(const MDB_val *d, uint32_t name, bool *yes)
 {
-    em_regex *re = NULL;
+    uint32_t s[3];
+    int64_t start;
+    int rc = em_function_decode(d->mv_data, d->mv_size, s, &start);
+
+    *yes = rc == EMBER_OK && (s[0] == name || s[1] == name);
+    return rc;
+}
+
+/* The string id of RE's one match when RE is a literal: *LITERAL says
+** whether it is, *ID is UINT32_MAX when no such string is stored (then no
+** function can match). */
+static int literal_id(em_rtxn *r, const em_regex *re, bool *literal,
+                      uint32_t *id)
+{
+    size_t len;
+    const char *p = em_regex_prefix(re, &len);
+    int rc;
+
+    *id = UINT32_MAX;
+    *literal = em_regex_is_literal(re);
+    if (!*literal)
+        return EMBER_OK;
+    rc = em_table_find(r->txn, r->db, EM_T_STRING, (const uint8_t *)p, len,
+                       id);
+    if (rc == EMBER_ENOTFOUND) {
+        em_err_clear();
+        *id = UINT32_MAX;
+        return EMBER_OK;
+    }
+    return rc;
+}
+
+/* ORs into ACC the stacks through every function RE matches: a walk of the
+** function table, comparing string ids when RE is a literal. */
+static int focus_scan(em_rtxn *r, const em_regex *re, roaring_bitmap_t *acc)
+{
     MDB_cursor *cur = NULL;
     MDB_val k, d;
-    roaring_bitmap_t *acc = roaring_bitmap_create();
-    int mrc, rc = acc == NULL ? em_err(EMBER_ENOMEM, "focus bitmap")
-                              : em_regex_compile(regex, &re);
+    uint32_t name;
+    bool literal;
+    int mrc, rc = literal_id(r, re, &literal, &name);
 
-    if (rc != EMBER_OK)
-        goto out;
+    if (rc != EMBER_OK || (literal && name == UINT32_MAX))
+        return rc;
     mrc = mdb_cursor_open(r->txn, r->db->dbi[EM_T_FUNCTION], &cur);
     for (mrc = mrc ? mrc : mdb_cursor_get(cur, &k, &d, MDB_FIRST);
          mrc == MDB_SUCCESS && rc == EMBER_OK;
          mrc = mdb_cursor_get(cur, &k, &d, MDB_NEXT)) {
         roaring_bitmap_t *bm = NULL;
         bool yes;
-        rc = function_matches(r, re, &d, &yes);
+        rc = literal ? function_names(&d, name, &yes)
+                     : function_matches(r, re, &d, &yes);
         if (rc == EMBER_OK && yes)
             rc = em_bitmap_get(r->txn, r->db->dbi[EM_D_FPOST], k.mv_data,
                                k.mv_size, &bm);
@@ -430,17 +476,214 @@ int em_focus_stacks(em_rtxn *r, const char *regex, roaring_bitmap_t **out)
             roaring_bitmap_free(bm);
         }
     }
-    if (rc == EMBER_OK && mrc != MDB_NOTFOUND)
-        rc = em_lmdb(mrc, "focus scan");
-out:
     if (cur != NULL)
         mdb_cursor_close(cur);
+    if (rc == EMBER_OK && mrc != MDB_NOTFOUND)
+        rc = em_lmdb(mrc, "focus scan");
+    return rc;
+}
+
+int em_focus_stacks(em_rtxn *r, const char *regex, roaring_bitmap_t **out)
+{
+    em_regex *re = NULL;
+    roaring_bitmap_t *acc = roaring_bitmap_create();
+    int rc = acc == NULL ? em_err(EMBER_ENOMEM, "focus bitmap")
+                         : em_regex_compile(regex, &re);
+
+    *out = NULL;
+    if (rc == EMBER_OK)
+        rc = focus_scan(r, re, acc);
     em_regex_free(re);
-    if (rc != EMBER_OK && acc != NULL) {
-        roaring_bitmap_free(acc);
-        acc = NULL;
+    if (rc != EMBER_OK) {
+        if (acc != NULL)
+            roaring_bitmap_free(acc);
+        return rc;
     }
     *out = acc;
+    return EMBER_OK;
+}
+
+/* ---- keep sets: focus and ignore as bitsets, cached per handle ----------- */
+
+/* Sets in the dense bitset KEEP (words for the snapshot's stacks) the bits
+** of BM, or clears them when CLEAR. */
+static void keep_apply(uint64_t *keep, uint32_t nstacks,
+                       const roaring_bitmap_t *bm, bool clear)
+{
+    roaring_uint32_iterator_t it;
+
+    roaring_init_iterator(bm, &it);
+    for (; it.has_value && it.current_value < nstacks;
+         roaring_advance_uint32_iterator(&it)) {
+        uint32_t st = it.current_value;
+        if (clear)
+            keep[st >> 6] &= ~(1ull << (st & 63));
+        else
+            keep[st >> 6] |= 1ull << (st & 63);
+    }
+}
+
+/* The stacks to keep under FOCUS and IGNORE (either may be NULL): through
+** a FOCUS function and through no IGNORE function. *OUT is NULL when both
+** are NULL (keep everything), else a new bitset of nstacks bits. */
+static int keep_build(em_rtxn *r, const char *focus, const char *ignore,
+                      uint64_t **out)
+{
+    uint32_t nstacks = r->next[EM_T_STACK];
+    size_t words = (size_t)nstacks / 64 + 1;
+    roaring_bitmap_t *bm = NULL;
+    uint64_t *keep;
+    int rc = EMBER_OK;
+
+    *out = NULL;
+    if (focus == NULL && ignore == NULL)
+        return EMBER_OK;
+    keep = em_calloc(words, sizeof *keep);
+    if (keep == NULL)
+        return em_err(EMBER_ENOMEM, "focus: %u stacks", nstacks);
+    if (focus != NULL && (rc = em_focus_stacks(r, focus, &bm)) == EMBER_OK)
+        keep_apply(keep, nstacks, bm, false);
+    else if (focus == NULL)
+        memset(keep, 0xff, words * sizeof *keep);
+    if (rc != EMBER_OK) {
+        em_err_prefix(rc, "focus");
+    } else if (ignore != NULL) {
+        if (bm != NULL)
+            roaring_bitmap_free(bm);
+        bm = NULL;
+        if ((rc = em_focus_stacks(r, ignore, &bm)) == EMBER_OK)
+            keep_apply(keep, nstacks, bm, true);
+        else
+            em_err_prefix(rc, "ignore");
+    }
+    if (bm != NULL)
+        roaring_bitmap_free(bm);
+    if (rc != EMBER_OK) {
+        em_free(keep);
+        return rc;
+    }
+    *out = keep;
+    return EMBER_OK;
+}
+
+static bool str_same(const char *a, const char *b)
+{
+    return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+void em_kcache_init(em_kcache *k)
+{
+    memset(k, 0, sizeof *k);
+    pthread_mutex_init(&k->mu, NULL);
+}
+
+static void kslot_clear(em_kslot *s)
+{
+    em_free(s->focus);
+    em_free(s->ignore);
+    em_free(s->bits);
+    memset(s, 0, sizeof *s);
+}
+
+void em_kcache_free(em_kcache *k)
+{
+    for (int i = 0; i < EM_KCACHE_SLOTS; i++)
+        kslot_clear(&k->slot[i]);
+    pthread_mutex_destroy(&k->mu);
+}
+
+static bool kslot_is(const em_kslot *s, const em_rtxn *r, const char *focus,
+                     const char *ignore)
+{
+    return s->bits != NULL && s->nfunctions == r->next[EM_T_FUNCTION] &&
+           s->nstacks == r->next[EM_T_STACK] && str_same(s->focus, focus) &&
+           str_same(s->ignore, ignore);
+}
+
+static size_t keep_words(const em_rtxn *r)
+{
+    return (size_t)r->next[EM_T_STACK] / 64 + 1;
+}
+
+/* A copy of the cached set for FOCUS and IGNORE at R's table sizes, in
+** *BITS with its *ID; *BITS stays NULL when there is none. */
+static int kcache_get(em_rtxn *r, const char *focus, const char *ignore,
+                      uint64_t **bits, uint64_t *id)
+{
+    em_kcache *k = &r->db->kcache;
+    size_t words = keep_words(r);
+    int rc = EMBER_OK;
+
+    *bits = NULL;
+    pthread_mutex_lock(&k->mu);
+    for (int i = 0; i < EM_KCACHE_SLOTS; i++) {
+        em_kslot *sl = &k->slot[i];
+        if (!kslot_is(sl, r, focus, ignore))
+            continue;
+        sl->used = ++k->tick;
+        *id = sl->id;
+        if ((*bits = em_malloc(words * sizeof **bits)) != NULL)
+            memcpy(*bits, sl->bits, words * sizeof **bits);
+        else
+            rc = em_err(EMBER_ENOMEM, "focus: %u stacks",
+                        r->next[EM_T_STACK]);
+        break;
+    }
+    pthread_mutex_unlock(&k->mu);
+    return rc;
+}
+
+/* A new id for the set BITS made for FOCUS and IGNORE at R's table sizes,
+** and a copy of it in the least recently used slot (best effort). */
+static uint64_t kcache_put(em_rtxn *r, const char *focus, const char *ignore,
+                           const uint64_t *bits)
+{
+    em_kcache *k = &r->db->kcache;
+    size_t words = keep_words(r);
+    em_kslot n = { NULL, NULL, r->next[EM_T_FUNCTION], r->next[EM_T_STACK],
+                   em_malloc(words * sizeof *bits), 0, 0 };
+    em_kslot *sl = &k->slot[0];
+    uint64_t id;
+
+    if ((focus != NULL && (n.focus = em_strdup(focus)) == NULL) ||
+        (ignore != NULL && (n.ignore = em_strdup(ignore)) == NULL))
+        kslot_clear(&n);        /* frees bits too: nothing is kept */
+    if (n.bits != NULL)
+        memcpy(n.bits, bits, words * sizeof *bits);
+    pthread_mutex_lock(&k->mu);
+    id = ++k->last_id;
+    if (n.bits != NULL) {
+        for (int i = 1; i < EM_KCACHE_SLOTS; i++)
+            if (k->slot[i].used < sl->used)
+                sl = &k->slot[i];
+        kslot_clear(sl);
+        *sl = n;
+        sl->id = id;
+        sl->used = ++k->tick;
+    }
+    pthread_mutex_unlock(&k->mu);
+    if (n.bits == NULL) {
+        em_free(n.focus);
+        em_free(n.ignore);
+    }
+    return id;
+}
+
+int em_keep_get(em_rtxn *r, const char *focus, const char *ignore,
+                uint64_t **bits, uint64_t *id)
+{
+    int rc;
+
+    *bits = NULL;
+    *id = 0;
+    if (focus == NULL && ignore == NULL)
+        return EMBER_OK;
+    rc = kcache_get(r, focus, ignore, bits, id);
+    if (rc != EMBER_OK || *bits != NULL)
+        return rc;
+    rc = keep_build(r, focus, ignore, bits);
+    if (rc == EMBER_OK)
+        *id = kcache_put(r, focus, ignore, *bits);
     return rc;
 }
 

@@ -2,19 +2,25 @@
 ** engine/read.c: the read path. Matchers give series ids through the
 ** postings (ANDed with the caller's series ids when it gives some); for
 ** each series the chunks overlapping [from, to] are found by seeking its
-** chunk keys from (series, from - widest chunk span); each chunk is checked
-** (checksum) and decoded, only the columns the question needs.
+** chunk keys from (series, from - widest chunk span). Each chunk comes
+** from the handle's decoded-chunk cache (engine/ccache.c) when it is
+** there; otherwise its checksum is checked and only the parts the question
+** needs are decoded (a merge of a chunk wholly inside the range needs no
+** profile indexes, a total no samples), then offered to the cache.
 **
 ** Focus and ignore become one dense bitset over stack ids (the stacks to
-** keep), made once per question from the function postings, so that the
-** per-stack test in the inner loops is a bit test, not a bitmap search.
+** keep; engine/postings.c keeps it per handle under an id). Per chunk, the
+** scan lists the chunk's stacks the set keeps, once per chunk and set (a
+** memo in the cache entry), and the merge sums only their sample runs:
+** chunks are stack-major, so the other stacks' samples are never read.
 **
 ** Merge sums into a dense array indexed by stack id (ids are dense, so this
 ** is a column add with no hashing) plus a bitmap of the stacks seen, which
-** also yields the result in stack order for free. Each merged profile's
-** header (time, duration, period) is folded into the span pprof's merge
-** computes, once per profile. A corrupt chunk fails the
-** query; it is never skipped, so a query never returns wrong numbers.
+** also yields the result in stack order for free; the arrays are pooled on
+** the handle. Each merged profile's header (time, duration, period) is
+** folded into the span pprof's merge computes, once per profile. A corrupt
+** chunk fails the query; it is never skipped, so a query never returns
+** wrong numbers.
 **
 ** The query layer reads through an em_reader: one snapshot for the whole
 ** query, and one merge accumulator reused by every merge it makes (a merge
@@ -25,16 +31,35 @@
 
 #include "engine/store.h"
 
-/* Calls FN for each chunk of SERIES overlapping [from, to]. */
-typedef int (*chunk_fn)(void *ctx, uint32_t series, const em_chunk *c);
+/* Called for each chunk of a series overlapping [from, to]. KEPT lists
+** the chunk's stacks the query keeps (ids and sample runs), NKEPT of them,
+** or is NULL when it keeps every stack (no focus, no ignore). */
+typedef int (*chunk_fn)(void *ctx, uint32_t series, const em_chunk *c,
+                        const em_kept *kept, uint32_t nkept);
 
 typedef struct scan {
     em_rtxn *r;
     int64_t from, to;
-    unsigned cols;
+    unsigned parts;                 /* EM_PART_* FN needs of every chunk */
+    unsigned partial;               /* ... and more of a chunk that is not
+                                    ** wholly inside [from, to] */
     chunk_fn fn;
     void *ctx;
+    const uint64_t *keep;           /* dense bitset of stacks to keep; NULL:
+                                    ** all (then FN gets no kept list) */
+    uint64_t keep_id;               /* its id in the keep cache, 0: none */
+    em_kept *kept;                  /* scratch: one chunk's kept list */
+    uint32_t kept_cap;
 } scan;
+
+/* A chunk as a scan hands it out: the decoded arrays and what keeps them
+** alive, a held cache entry and (or) an allocation of the reader's own. */
+typedef struct chunk_ref {
+    em_chunk c;                     /* c.mem unused */
+    em_cent *ent;
+    void *own;
+    uint32_t crc;                   /* the stored checksum */
+} chunk_ref;
 
 static int64_t sat_sub(int64_t a, uint64_t b)
 {
@@ -43,26 +68,135 @@ static int64_t sat_sub(int64_t a, uint64_t b)
     return a - (int64_t)b;
 }
 
-/* Decodes one stored chunk and hands it to the scan's FN. */
-static int scan_one(scan *s, uint32_t series, const MDB_val *d)
+static void chunk_unref(em_rtxn *r, chunk_ref *ref)
 {
-    em_chunk_header h;
-    em_chunk c;
-    int rc = em_chunk_header_read(d->mv_data, d->mv_size, &h);
+    em_ccache_release(r->db->ccache, ref->ent);
+    em_free(ref->own);
+    memset(ref, 0, sizeof *ref);
+}
 
-    if (rc != EMBER_OK || h.max_time < s->from || h.min_time > s->to)
-        return rc;
-    rc = em_chunk_decode(s->r->codec, d->mv_data, d->mv_size,
-                         s->cols | EM_COL_CRC_DONE, &c);
+/* Looks a stored chunk up in the cache (sealed chunks only; a hit needs no
+** checksum: the entry was decoded from bytes that passed it, and its key
+** holds their stored checksum), else checks the checksum. REF->c.h is the
+** chunk's header either way. */
+static int chunk_find(em_rtxn *r, const MDB_val *k, const MDB_val *d,
+                      chunk_ref *ref)
+{
+    em_ccache *cc = r->db->ccache;
+    int rc = em_chunk_header_peek(d->mv_data, d->mv_size, &ref->c.h,
+                                  &ref->crc);
+
+    if (rc != EMBER_OK)     /* say what a full check would have said */
+        return em_chunk_header_read(d->mv_data, d->mv_size, &ref->c.h);
+    if (cc != NULL && !(ref->c.h.flags & EM_CHUNK_HEAD))
+        ref->ent = em_ccache_get(cc, k->mv_data, ref->crc, d->mv_size,
+                                 r->epoch, &ref->c);
+    if (ref->ent == NULL)
+        rc = em_chunk_crc_check(d->mv_data, d->mv_size);
+    return rc;
+}
+
+/* Decodes the parts of WANT that REF lacks and offers them to the cache:
+** added to REF's entry, or a new entry for a sealed chunk, or else kept as
+** REF's own allocation. */
+static int chunk_complete(em_rtxn *r, const MDB_val *k, const MDB_val *d,
+                          unsigned want, chunk_ref *ref)
+{
+    em_ccache *cc = r->db->ccache;
+    unsigned have = em_chunk_parts(&ref->c), added;
+    void *mem = NULL;
+    size_t bytes = 0;
+    bool kept = false;
+    int rc = EMBER_OK;
+
+    if ((want & ~have) == 0)
+        return EMBER_OK;
+    /* An entry's bytes passed the checksum when it was made; these are
+    ** read again, so they are checked again (once per part added). */
+    if (ref->ent != NULL)
+        rc = em_chunk_crc_check(d->mv_data, d->mv_size);
+    if (rc == EMBER_OK)
+        rc = em_chunk_decode_parts(r->codec, d->mv_data, d->mv_size, want,
+                                   &ref->c, &mem, &bytes);
     if (rc != EMBER_OK)
         return rc;
-    if ((s->cols & EM_COL_SAMPLES) && c.h.nstacks > 0 &&
-        c.stacks[c.h.nstacks - 1] >= s->r->next[EM_T_STACK])
+    added = em_chunk_parts(&ref->c) & ~have;
+    if (ref->ent != NULL)
+        kept = em_ccache_extend(cc, ref->ent, r->epoch, &ref->c, added, mem,
+                                bytes);
+    else if (cc != NULL && !(ref->c.h.flags & EM_CHUNK_HEAD))
+        kept = (ref->ent = em_ccache_put(cc, k->mv_data, ref->crc,
+                                         d->mv_size, r->epoch, &ref->c, mem,
+                                         bytes)) != NULL;
+    if (!kept)
+        ref->own = mem;
+    return EMBER_OK;
+}
+
+/* Lists in S->kept REF's stacks that S keeps, with their sample runs: the
+** chunk's sorted stacks against the keep bitset, once per chunk and keep
+** set (a memo in the cache entry), so that a focus reads only its stacks'
+** samples and, warm, not even the other stacks' ids and starts. */
+static int chunk_kept(scan *s, const chunk_ref *ref, uint32_t *n)
+{
+    em_ccache *cc = s->r->db->ccache;
+    const em_chunk *c = &ref->c;
+    bool memo = ref->ent != NULL && s->keep_id != 0;
+
+    *n = 0;
+    if (c->stacks == NULL)
+        return EMBER_OK;
+    if (c->h.nstacks > s->kept_cap) {
+        em_kept *k = em_realloc(s->kept, c->h.nstacks * sizeof *k);
+        if (k == NULL)
+            return em_err(EMBER_ENOMEM, "focus: %u stacks", c->h.nstacks);
+        s->kept = k;
+        s->kept_cap = c->h.nstacks;
+    }
+    if (memo && em_ccache_memo_get(cc, ref->ent, s->keep_id, s->kept, n))
+        return EMBER_OK;
+    for (uint32_t i = 0; i < c->h.nstacks; i++) {
+        uint32_t st = c->stacks[i];
+        s->kept[*n] = (em_kept){ st, (uint32_t)c->stack_start[i],
+                                 (uint32_t)(c->stack_start[i + 1] -
+                                            c->stack_start[i]) };
+        *n += (uint32_t)(s->keep[st >> 6] >> (st & 63) & 1);
+    }
+    if (memo)
+        em_ccache_memo_put(cc, ref->ent, s->keep_id, s->kept, *n);
+    return EMBER_OK;
+}
+
+/* Reads one stored chunk and hands it to the scan's FN, unless it lies
+** outside the range. */
+static int scan_one(scan *s, uint32_t series, const MDB_val *k,
+                    const MDB_val *d)
+{
+    chunk_ref ref;
+    const em_chunk_header *h = &ref.c.h;
+    uint32_t nkept = 0;
+    bool whole;
+    int rc;
+
+    memset(&ref, 0, sizeof ref);
+    rc = chunk_find(s->r, k, d, &ref);
+    if (rc != EMBER_OK || h->max_time < s->from || h->min_time > s->to) {
+        chunk_unref(s->r, &ref);
+        return rc;
+    }
+    whole = h->min_time >= s->from && h->max_time <= s->to;
+    rc = chunk_complete(s->r, k, d, s->parts | (whole ? 0 : s->partial),
+                        &ref);
+    if (rc == EMBER_OK && ref.c.stacks != NULL && h->nstacks > 0 &&
+        ref.c.stacks[h->nstacks - 1] >= s->r->next[EM_T_STACK])
         rc = EM_CORRUPT("stack id %u beyond the stack table",
-                        c.stacks[c.h.nstacks - 1]);
+                        ref.c.stacks[h->nstacks - 1]);
+    if (rc == EMBER_OK && s->keep != NULL)
+        rc = chunk_kept(s, &ref, &nkept);
     if (rc == EMBER_OK)
-        rc = s->fn(s->ctx, series, &c);
-    em_chunk_release(&c);
+        rc = s->fn(s->ctx, series, &ref.c, s->keep != NULL ? s->kept : NULL,
+                   nkept);
+    chunk_unref(s->r, &ref);
     return rc;
 }
 
@@ -89,7 +223,7 @@ static int scan_series(scan *s, uint32_t series)
         em_chunk_key_parse(k.mv_data, &sid, &t, &seq);
         if (sid != series || t > s->to)
             break;
-        rc = scan_one(s, series, &d);
+        rc = scan_one(s, series, &k, &d);
         if (rc != EMBER_OK)
             em_err_prefix(rc, "chunk (series %u, t=%lld, seq %u)", series,
                           (long long)t, seq);
@@ -131,6 +265,7 @@ typedef struct query {
     roaring_bitmap_t *series;
     const uint64_t *keep;           /* dense bitset over stack ids; NULL:
                                     ** every stack (no focus, no ignore) */
+    uint64_t keep_id;               /* its id in the keep cache */
     uint64_t *own_keep;             /* keep, when the query made it */
     int64_t from, to;
 } query;
@@ -146,67 +281,6 @@ static void query_end(query *q)
         roaring_bitmap_free(q->series);
     em_free(q->own_keep);
     em_rtxn_end(&q->own);
-}
-
-/* Sets in the dense bitset KEEP (words for the snapshot's stacks) the bits
-** of BM, or clears them when CLEAR. */
-static void keep_apply(uint64_t *keep, uint32_t nstacks,
-                       const roaring_bitmap_t *bm, bool clear)
-{
-    roaring_uint32_iterator_t it;
-
-    roaring_init_iterator(bm, &it);
-    for (; it.has_value && it.current_value < nstacks;
-         roaring_advance_uint32_iterator(&it)) {
-        uint32_t st = it.current_value;
-        if (clear)
-            keep[st >> 6] &= ~(1ull << (st & 63));
-        else
-            keep[st >> 6] |= 1ull << (st & 63);
-    }
-}
-
-/* The stacks to keep under FOCUS and IGNORE (either may be NULL): through
-** a FOCUS function and through no IGNORE function. *OUT is NULL when both
-** are NULL (keep everything), else a new bitset of nstacks bits. */
-static int keep_build(em_rtxn *r, const char *focus, const char *ignore,
-                      uint64_t **out)
-{
-    uint32_t nstacks = r->next[EM_T_STACK];
-    size_t words = (size_t)nstacks / 64 + 1;
-    roaring_bitmap_t *bm = NULL;
-    uint64_t *keep;
-    int rc = EMBER_OK;
-
-    *out = NULL;
-    if (focus == NULL && ignore == NULL)
-        return EMBER_OK;
-    keep = em_calloc(words, sizeof *keep);
-    if (keep == NULL)
-        return em_err(EMBER_ENOMEM, "focus: %u stacks", nstacks);
-    if (focus != NULL && (rc = em_focus_stacks(r, focus, &bm)) == EMBER_OK)
-        keep_apply(keep, nstacks, bm, false);
-    else if (focus == NULL)
-        memset(keep, 0xff, words * sizeof *keep);
-    if (rc != EMBER_OK) {
-        em_err_prefix(rc, "focus");
-    } else if (ignore != NULL) {
-        if (bm != NULL)
-            roaring_bitmap_free(bm);
-        bm = NULL;
-        if ((rc = em_focus_stacks(r, ignore, &bm)) == EMBER_OK)
-            keep_apply(keep, nstacks, bm, true);
-        else
-            em_err_prefix(rc, "ignore");
-    }
-    if (bm != NULL)
-        roaring_bitmap_free(bm);
-    if (rc != EMBER_OK) {
-        em_free(keep);
-        return rc;
-    }
-    *out = keep;
-    return EMBER_OK;
 }
 
 /* ANDs the selector's own series ids into the query's series. */
@@ -225,9 +299,10 @@ static int series_restrict(const ember_selector *sel, query *q)
 }
 
 /* Starts a query on R (NULL: a snapshot of its own). KEEP, when not NULL,
-** is a bitset the caller made for SEL's focus and ignore already. */
+** is a bitset the caller made for SEL's focus and ignore already, with
+** its keep-cache id KEEP_ID. */
 static int query_begin_on(ember_db *db, em_rtxn *r, const ember_selector *sel,
-                          const uint64_t *keep, query *q)
+                          const uint64_t *keep, uint64_t keep_id, query *q)
 {
     int rc;
 
@@ -246,8 +321,10 @@ static int query_begin_on(ember_db *db, em_rtxn *r, const ember_selector *sel,
     if (rc == EMBER_OK)
         rc = series_restrict(sel, q);
     if (rc == EMBER_OK && keep == NULL && sel != NULL)
-        rc = keep_build(r, sel->focus, sel->ignore, &q->own_keep);
+        rc = em_keep_get(r, sel->focus, sel->ignore, &q->own_keep,
+                         &keep_id);
     q->keep = keep != NULL ? keep : q->own_keep;
+    q->keep_id = keep_id;
     range_of(sel, &q->from, &q->to);
     if (rc != EMBER_OK)
         query_end(q);
@@ -256,7 +333,7 @@ static int query_begin_on(ember_db *db, em_rtxn *r, const ember_selector *sel,
 
 static int query_begin(ember_db *db, const ember_selector *sel, query *q)
 {
-    return query_begin_on(db, NULL, sel, NULL, q);
+    return query_begin_on(db, NULL, sel, NULL, 0, q);
 }
 
 /* Marks which profiles of C fall in [from, to]; returns how many. */
@@ -299,8 +376,10 @@ struct ember_merged {
 
 typedef struct merge_acc {
     query *q;
-    int64_t *sum;                   /* [nstacks] */
-    uint64_t *seen;                 /* bitmap [nstacks / 64] */
+    ember_db *db;                   /* whose pool the buffers go back to */
+    int64_t *sum;                   /* [cap + 1] */
+    uint64_t *seen;                 /* bitmap [cap / 64 + 1] */
+    size_t cap;                     /* stack ids sum and seen cover */
     uint8_t *in;                    /* scratch: profile in range */
     uint32_t in_cap;
     uint32_t last_series;
@@ -308,6 +387,10 @@ typedef struct merge_acc {
     merge_span span;                /* valid once nprofiles > 0 */
     span_key *keys;                 /* per profile merged, for duration */
     size_t nkeys, cap_keys;
+    span_key *tmp_keys;             /* scratch for merging runs of keys */
+    size_t cap_tmp;
+    size_t nbreaks;                 /* keys lower than the one before */
+    int64_t dur_run;                /* the duration while nbreaks is 0 */
     size_t nstacks;                 /* of the snapshot: sum's length */
 } merge_acc;
 
@@ -325,12 +408,11 @@ static int merge_scratch(merge_acc *m, uint32_t n)
     return EMBER_OK;
 }
 
-/* Sums one stack's samples; IN NULL means every profile is in range. */
-static void merge_stack(merge_acc *m, const em_chunk *c, uint32_t i,
-                        const uint8_t *in)
+/* Sums the samples [A, B) of stack ST; IN NULL means every profile is in
+** range. */
+static void merge_run(merge_acc *m, const em_chunk *c, uint32_t st,
+                      uint64_t a, uint64_t b, const uint8_t *in)
 {
-    uint32_t st = c->stacks[i];
-    uint64_t a = c->stack_start[i], b = c->stack_start[i + 1];
     uint64_t sum = 0;
     bool any = in == NULL && a < b;
 
@@ -348,6 +430,27 @@ static void merge_stack(merge_acc *m, const em_chunk *c, uint32_t i,
         m->sum[st] = em_add_wrap(m->sum[st], (int64_t)sum);
         m->seen[st >> 6] |= 1ull << (st & 63);
     }
+}
+
+static int span_key_cmp(const span_key *x, const span_key *y)
+{
+    if (x->time_ms != y->time_ms)
+        return (x->time_ms > y->time_ms) - (x->time_ms < y->time_ms);
+    return (x->duration_ns > y->duration_ns) -
+           (x->duration_ns < y->duration_ns);
+}
+
+/* Appends K, and while the keys ascend sums the durations of the distinct
+** ones, so that the usual merge (one run: one series whose chunks come in
+** time order) has its duration without another pass. */
+static inline void span_key_add(merge_acc *m, span_key k)
+{
+    int cmp = m->nkeys == 0 ? 1 : span_key_cmp(&k, &m->keys[m->nkeys - 1]);
+
+    if (cmp > 0)
+        m->dur_run = em_add_wrap(m->dur_run, k.duration_ns);
+    m->nbreaks += cmp < 0;
+    m->keys[m->nkeys++] = k;
 }
 
 /* Folds the headers of C's profiles in range (IN NULL: all) into the
@@ -377,35 +480,87 @@ static int merge_span_add(merge_acc *m, const em_chunk *c, const uint8_t *in)
             sp->max_time = c->time_ms[p];
         if (c->period[p] > sp->period)
             sp->period = c->period[p];
-        m->keys[m->nkeys++] = (span_key){ c->time_ms[p], c->duration_ns[p] };
+        span_key_add(m, (span_key){ c->time_ms[p], c->duration_ns[p] });
     }
     return EMBER_OK;
 }
 
-static int span_key_cmp(const void *a, const void *b)
+/* Merges the ascending runs A (NA keys) and B (NB) into OUT, dropping
+** repeats; returns the keys written. */
+static size_t span_merge2(const span_key *a, size_t na, const span_key *b,
+                          size_t nb, span_key *out)
 {
-    const span_key *x = a, *y = b;
+    size_t i = 0, j = 0, n = 0;
 
-    if (x->time_ms != y->time_ms)
-        return (x->time_ms > y->time_ms) - (x->time_ms < y->time_ms);
-    return (x->duration_ns > y->duration_ns) -
-           (x->duration_ns < y->duration_ns);
+    while (i < na || j < nb) {
+        const span_key *x;
+        if (j == nb || (i < na && span_key_cmp(&a[i], &b[j]) <= 0))
+            x = &a[i++];
+        else
+            x = &b[j++];
+        if (n == 0 || span_key_cmp(x, &out[n - 1]) != 0)
+            out[n++] = *x;
+    }
+    return n;
 }
 
-/* The summed duration over distinct (time, duration) pairs (wrapping). */
-static int64_t merge_span_duration(merge_acc *m)
+/* Merges the NR runs in SRC (run r is [at[r], at[r + 1])) pairwise into
+** DST, leaving (NR + 1) / 2 runs described in AT. */
+static size_t span_merge_round(const span_key *src, span_key *dst,
+                               size_t *at, size_t nr)
 {
-    int64_t sum = 0;
+    size_t w = 0, r = 0, k = 0;
 
-    if (m->nkeys > 1)
-        qsort(m->keys, m->nkeys, sizeof *m->keys, span_key_cmp);
+    for (; r < nr; r += 2, k++) {
+        size_t a = at[r], b = at[r + 1], e = r + 2 <= nr ? at[r + 2] : b;
+        at[k] = w;          /* at[r] was read: k <= r */
+        w += span_merge2(src + a, b - a, src + b, e - b, dst + w);
+    }
+    at[k] = w;
+    return k;
+}
+
+/* The summed duration over distinct (time, duration) pairs (wrapping).
+** Keys come in ascending runs (a chunk's profiles are in time order, a
+** series' chunks mostly too: one run per series), so runs are merged in
+** pairs, dropping repeats as they meet: series on the same time grid
+** shrink to one grid's worth at the first round. No sort. */
+static int merge_span_duration(merge_acc *m, int64_t *out)
+{
+    span_key *src = m->keys, *dst;
+    size_t nr = m->nbreaks + 1, r = 0, *at;
+
+    *out = m->dur_run;
+    if (m->nbreaks == 0)            /* one run: span_key_add summed it */
+        return EMBER_OK;
+    *out = 0;
+    if (m->tmp_keys == NULL || m->cap_tmp < m->nkeys) {
+        em_free(m->tmp_keys);
+        m->cap_tmp = 0;
+        if ((m->tmp_keys = em_malloc(m->nkeys * sizeof *src)) == NULL)
+            return em_err(EMBER_ENOMEM, "merge: %zu profiles", m->nkeys);
+        m->cap_tmp = m->nkeys;
+    }
+    if ((at = em_malloc((nr + 1) * sizeof *at)) == NULL)
+        return em_err(EMBER_ENOMEM, "merge: %zu runs of profiles", nr);
     for (size_t i = 0; i < m->nkeys; i++)
-        if (i == 0 || span_key_cmp(&m->keys[i - 1], &m->keys[i]) != 0)
-            sum = em_add_wrap(sum, m->keys[i].duration_ns);
-    return sum;
+        if (i == 0 || span_key_cmp(&src[i], &src[i - 1]) < 0)
+            at[r++] = i;
+    at[nr] = m->nkeys;
+    for (dst = m->tmp_keys; nr > 1; dst = dst == m->keys ? m->tmp_keys
+                                                         : m->keys) {
+        nr = span_merge_round(src, dst, at, nr);
+        src = dst;
+    }
+    for (size_t i = 0; nr == 1 && i < at[1]; i++)
+        if (i == 0 || span_key_cmp(&src[i], &src[i - 1]) != 0)
+            *out = em_add_wrap(*out, src[i].duration_ns);
+    em_free(at);
+    return EMBER_OK;
 }
 
-static int merge_chunk(void *ctx, uint32_t series, const em_chunk *c)
+static int merge_chunk(void *ctx, uint32_t series, const em_chunk *c,
+                       const em_kept *kept, uint32_t nkept)
 {
     merge_acc *m = ctx;
     query *q = m->q;
@@ -420,9 +575,17 @@ static int merge_chunk(void *ctx, uint32_t series, const em_chunk *c)
     }
     if (n == 0)
         return EMBER_OK;
-    for (uint32_t i = 0; i < c->h.nstacks; i++)
-        if (query_keeps(q, c->stacks[i]))
-            merge_stack(m, c, i, whole ? NULL : m->in);
+    if (kept == NULL)
+        for (uint32_t i = 0; i < c->h.nstacks; i++)
+            merge_run(m, c, c->stacks[i], c->stack_start[i],
+                      c->stack_start[i + 1], whole ? NULL : m->in);
+    else
+        for (uint32_t k = 0; k < nkept; k++) {
+            if (k + 4 < nkept)  /* a focus's runs are scattered */
+                __builtin_prefetch(&c->sample_value[kept[k + 4].at]);
+            merge_run(m, c, kept[k].stack, kept[k].at,
+                      (uint64_t)kept[k].at + kept[k].n, whole ? NULL : m->in);
+        }
     if ((rc = merge_span_add(m, c, whole ? NULL : m->in)) != EMBER_OK)
         return rc;
     m->nprofiles += n;
@@ -432,17 +595,105 @@ static int merge_chunk(void *ctx, uint32_t series, const em_chunk *c)
     return EMBER_OK;
 }
 
-/* Sizes an empty accumulator for NSTACKS stack ids. */
-static int merge_acc_init(merge_acc *m, size_t nstacks)
+void em_mpool_init(em_mpool *p)
+{
+    memset(p, 0, sizeof *p);
+    pthread_mutex_init(&p->mu, NULL);
+}
+
+static void mscratch_free(em_mscratch *s)
+{
+    em_free(s->sum);
+    em_free(s->seen);
+    em_free(s->keys);
+    em_free(s->tmp_keys);
+    em_free(s->in);
+}
+
+void em_mpool_free(em_mpool *p)
+{
+    for (size_t i = 0; i < p->n; i++)
+        mscratch_free(&p->s[i]);
+    pthread_mutex_destroy(&p->mu);
+}
+
+/* Gives M the buffers of an idle accumulator of the pool, if any. */
+static void mpool_take(em_mpool *p, merge_acc *m)
+{
+    em_mscratch s = { 0 };
+
+    pthread_mutex_lock(&p->mu);
+    if (p->n > 0)
+        s = p->s[--p->n];
+    pthread_mutex_unlock(&p->mu);
+    m->sum = s.sum;
+    m->seen = s.seen;
+    m->cap = s.cap;
+    m->keys = s.keys;
+    m->cap_keys = s.cap_keys;
+    m->tmp_keys = s.tmp_keys;
+    m->cap_tmp = s.cap_tmp;
+    m->in = s.in;
+    m->in_cap = s.in_cap;
+}
+
+/* Pools M's buffers, zeroed, or frees them when the pool is full. */
+static void mpool_give(em_mpool *p, merge_acc *m)
+{
+    em_mscratch s = { .sum = m->sum, .seen = m->seen, .cap = m->cap,
+                      .keys = m->keys, .tmp_keys = m->tmp_keys,
+                      .cap_keys = m->cap_keys, .cap_tmp = m->cap_tmp,
+                      .in = m->in, .in_cap = m->in_cap };
+
+    pthread_mutex_lock(&p->mu);
+    if (p->n < EM_MPOOL_SLOTS && s.sum != NULL && s.seen != NULL) {
+        p->s[p->n++] = s;
+        s = (em_mscratch){ 0 };
+    }
+    pthread_mutex_unlock(&p->mu);
+    mscratch_free(&s);
+}
+
+/* Makes sum and seen cover NSTACKS ids, all zero. On failure cap stays
+** below NSTACKS, so that merge_acc_free drops the buffers. */
+static int merge_acc_size(merge_acc *m, size_t nstacks)
+{
+    size_t words = nstacks / 64 + 1, oldw = m->cap / 64 + 1;
+    int64_t *sum;
+    uint64_t *seen;
+
+    m->nstacks = nstacks;
+    if (m->sum == NULL) {           /* calloc maps zero pages lazily */
+        m->sum = em_calloc(nstacks + 1, sizeof *m->sum);
+        m->seen = em_calloc(words, sizeof *m->seen);
+        if (m->sum == NULL || m->seen == NULL)
+            return em_err(EMBER_ENOMEM, "merge: %zu stacks", nstacks);
+        m->cap = nstacks;
+        return EMBER_OK;
+    }
+    if (nstacks <= m->cap)
+        return EMBER_OK;
+    if ((sum = em_realloc(m->sum, (nstacks + 1) * sizeof *sum)) != NULL)
+        m->sum = sum;
+    if (sum == NULL ||
+        (seen = em_realloc(m->seen, words * sizeof *seen)) == NULL)
+        return em_err(EMBER_ENOMEM, "merge: %zu stacks", nstacks);
+    m->seen = seen;
+    memset(sum + m->cap + 1, 0, (nstacks - m->cap) * sizeof *sum);
+    memset(seen + oldw, 0, (words - oldw) * sizeof *seen);
+    m->cap = nstacks;
+    return EMBER_OK;
+}
+
+/* Sizes an empty accumulator for NSTACKS stack ids, with buffers from
+** DB's pool when it has some. */
+static int merge_acc_init(merge_acc *m, ember_db *db, size_t nstacks)
 {
     memset(m, 0, sizeof *m);
+    m->db = db;
     m->span = (merge_span){ INT64_MAX, INT64_MIN, 0, INT64_MIN };
-    m->nstacks = nstacks;
-    m->sum = em_calloc(nstacks + 1, sizeof *m->sum);
-    m->seen = em_calloc(nstacks / 64 + 1, sizeof *m->seen);
-    if (m->sum == NULL || m->seen == NULL)
-        return em_err(EMBER_ENOMEM, "merge: %zu stacks", nstacks);
-    return EMBER_OK;
+    mpool_take(&db->mpool, m);
+    return merge_acc_size(m, nstacks);
 }
 
 /* Empties M for the next merge, touching only the stacks it summed. */
@@ -454,27 +705,38 @@ static void merge_acc_reset(merge_acc *m)
         m->seen[w] = 0;
     }
     m->nseries = m->nprofiles = 0;
-    m->nkeys = 0;
+    m->nkeys = m->nbreaks = 0;
+    m->dur_run = 0;
     m->span = (merge_span){ INT64_MAX, INT64_MIN, 0, INT64_MIN };
 }
 
+/* Hands M's buffers back to the pool, emptied (a failed merge may have
+** left sums behind). */
 static void merge_acc_free(merge_acc *m)
 {
-    em_free(m->sum);
-    em_free(m->seen);
-    em_free(m->in);
-    em_free(m->keys);
+    if (m->sum != NULL && m->seen != NULL && m->cap >= m->nstacks) {
+        merge_acc_reset(m);
+    } else {                /* a failed sizing: not worth pooling */
+        em_free(m->sum);
+        m->sum = NULL;
+    }
+    mpool_give(&m->db->mpool, m);
 }
 
 /* Adds what Q selects to M. */
 static int merge_acc_run(merge_acc *m, query *q)
 {
-    scan s = { q->r, q->from, q->to, EM_COL_TIMES | EM_COL_SAMPLES,
-               merge_chunk, m };
+    scan s = { q->r, q->from, q->to,
+               EM_PART_TIMES | EM_PART_STACKS | EM_PART_VALUES,
+               EM_PART_PROFILES, merge_chunk, m, q->keep, q->keep_id, NULL,
+               0 };
+    int rc;
 
     m->q = q;
     m->last_series = UINT32_MAX;
-    return scan_all(&s, q->series);
+    rc = scan_all(&s, q->series);
+    em_free(s.kept);
+    return rc;
 }
 
 /* Turns the accumulator into the result, in stack order, and empties it. */
@@ -482,6 +744,7 @@ static int merge_finish(merge_acc *m, ember_merged **out)
 {
     ember_merged *r = em_calloc(1, sizeof *r);
     size_t nstacks = m->nstacks, n = 0, k = 0;
+    int rc = EMBER_OK;
 
     for (size_t w = 0; w < (nstacks + 63) / 64; w++)
         n += (size_t)__builtin_popcountll(m->seen[w]);
@@ -505,9 +768,13 @@ static int merge_finish(merge_acc *m, ember_merged **out)
     r->nprofiles = m->nprofiles;
     if (m->nprofiles > 0) {
         r->span = m->span;
-        r->span.duration_ns = merge_span_duration(m);
+        rc = merge_span_duration(m, &r->span.duration_ns);
     }
     merge_acc_reset(m);
+    if (rc != EMBER_OK) {
+        ember_merged_free(r);
+        return rc;
+    }
     *out = r;
     return EMBER_OK;
 }
@@ -525,7 +792,7 @@ EMBER_API int ember_merge(ember_db *db, const ember_selector *sel,
     rc = query_begin(db, sel, &q);
     if (rc != EMBER_OK)
         return rc;
-    rc = merge_acc_init(&m, q.r->next[EM_T_STACK]);
+    rc = merge_acc_init(&m, q.r->db, q.r->next[EM_T_STACK]);
     if (rc == EMBER_OK)
         rc = merge_acc_run(&m, &q);
     if (rc == EMBER_OK)
@@ -666,20 +933,21 @@ static int tot_series_start(ember_totals *t, uint32_t series)
     return EMBER_OK;
 }
 
-/* Per-profile sums over the stacks kept (focus, ignore) only. */
-static void tot_focus(const query *q, const em_chunk *c, int64_t *sums)
+/* Per-profile sums over the NKEPT stacks KEPT (focus, ignore) only. */
+static void tot_focus(const em_chunk *c, const em_kept *kept,
+                      uint32_t nkept, int64_t *sums)
 {
     memset(sums, 0, c->h.nprofiles * sizeof *sums);
-    for (uint32_t i = 0; i < c->h.nstacks; i++) {
-        if (!query_keeps(q, c->stacks[i]))
-            continue;
-        for (uint64_t j = c->stack_start[i]; j < c->stack_start[i + 1]; j++)
+    for (uint32_t k = 0; k < nkept; k++) {
+        uint64_t e = (uint64_t)kept[k].at + kept[k].n;
+        for (uint64_t j = kept[k].at; j < e; j++)
             sums[c->sample_profile[j]] = em_add_wrap(
                 sums[c->sample_profile[j]], c->sample_value[j]);
     }
 }
 
-static int tot_chunk(void *ctx, uint32_t series, const em_chunk *c)
+static int tot_chunk(void *ctx, uint32_t series, const em_chunk *c,
+                     const em_kept *kept, uint32_t nkept)
 {
     tot_acc *a = ctx;
     ember_totals *t = a->t;
@@ -690,8 +958,8 @@ static int tot_chunk(void *ctx, uint32_t series, const em_chunk *c)
         rc = tot_reserve(t, c->h.nprofiles);
     if (rc != EMBER_OK)
         return rc;
-    if (a->q->keep != NULL) {
-        tot_focus(a->q, c, t->values + t->np);
+    if (kept != NULL) {
+        tot_focus(c, kept, nkept, t->values + t->np);
         vals = t->values + t->np;
     }
     for (uint32_t p = 0; p < c->h.nprofiles; p++) {
@@ -738,9 +1006,11 @@ static int totals_run(query *q, ember_totals **out)
         return em_err(EMBER_ENOMEM, "totals");
     if (rc == EMBER_OK) {
         scan s = { q->r, q->from, q->to,
-                   EM_COL_TIMES | (q->keep ? EM_COL_SAMPLES : EM_COL_TOTALS),
-                   tot_chunk, &a };
+                   EM_PART_TIMES | (q->keep ? EM_PART_STACKS |
+                   EM_PART_VALUES | EM_PART_PROFILES : EM_PART_TOTALS), 0,
+                   tot_chunk, &a, q->keep, q->keep_id, NULL, 0 };
         rc = scan_all(&s, q->series);
+        em_free(s.kept);
     }
     if (rc == EMBER_OK)
         rc = tot_sort(t);
@@ -847,13 +1117,16 @@ static int iter_take(iter_series *s, em_chunk_profile *tp, uint32_t n,
     return EMBER_OK;
 }
 
-static int iter_chunk(void *ctx, uint32_t series, const em_chunk *c)
+static int iter_chunk(void *ctx, uint32_t series, const em_chunk *c,
+                      const em_kept *kept, uint32_t nkept)
 {
     struct ember_iter *it = ctx;
     iter_series *s = &it->cur;
     int rc;
 
     EM_UNUSED(series);
+    EM_UNUSED(kept);        /* the scan gets no keep set: next_point tests */
+    EM_UNUSED(nkept);
     if (s->nch == s->chcap) {
         size_t cap = s->chcap ? s->chcap * 2 : 8;
         em_chunk_profile **tp = em_realloc(s->tp, cap * sizeof *tp);
@@ -882,7 +1155,8 @@ static int order_cmp(const void *a, const void *b)
 /* Loads the next series with something in range; EMBER_DONE at the end. */
 static int iter_load(struct ember_iter *it)
 {
-    scan s = { it->q.r, it->q.from, it->q.to, EM_COL_ALL, iter_chunk, it };
+    scan s = { it->q.r, it->q.from, it->q.to, EM_PART_ALL, 0, iter_chunk,
+               it, NULL, 0, NULL, 0 };
     int rc = EMBER_OK;
 
     iter_series_clear(&it->cur);
@@ -978,6 +1252,7 @@ struct em_reader {
     bool m_ready;
     char *focus, *ignore;           /* what keep was made for */
     uint64_t *keep;
+    uint64_t keep_id;
     bool keep_valid;
 };
 
@@ -1034,7 +1309,7 @@ static int reader_keep(em_reader *rd, const ember_selector *sel,
     const char *focus = sel != NULL ? sel->focus : NULL;
     const char *ignore = sel != NULL ? sel->ignore : NULL;
     char *f = NULL, *g = NULL;
-    uint64_t *k = NULL;
+    uint64_t *k = NULL, id = 0;
     int rc;
 
     if (!rd->keep_valid || !str_same(focus, rd->focus) ||
@@ -1044,7 +1319,7 @@ static int reader_keep(em_reader *rd, const ember_selector *sel,
             em_free(f);
             return em_err(EMBER_ENOMEM, "focus");
         }
-        if ((rc = keep_build(rd->r, focus, ignore, &k)) != EMBER_OK) {
+        if ((rc = em_keep_get(rd->r, focus, ignore, &k, &id)) != EMBER_OK) {
             em_free(f);
             em_free(g);
             return rc;
@@ -1055,6 +1330,7 @@ static int reader_keep(em_reader *rd, const ember_selector *sel,
         rd->focus = f;
         rd->ignore = g;
         rd->keep = k;
+        rd->keep_id = id;
         rd->keep_valid = true;
     }
     *keep = rd->keep;
@@ -1073,7 +1349,7 @@ static int reader_query(em_reader *rd, const ember_selector *sel, query *q)
         rc = reader_keep(rd, sel, &keep);
     if (rc != EMBER_OK)
         return rc;
-    return query_begin_on(NULL, rd->r, sel, keep, q);
+    return query_begin_on(NULL, rd->r, sel, keep, rd->keep_id, q);
 }
 
 int em_reader_merge_add(em_reader *rd, const ember_selector *sel)
@@ -1082,7 +1358,7 @@ int em_reader_merge_add(em_reader *rd, const ember_selector *sel)
     int rc;
 
     if (!rd->m_ready) {
-        rc = merge_acc_init(&rd->m, rd->r->next[EM_T_STACK]);
+        rc = merge_acc_init(&rd->m, rd->r->db, rd->r->next[EM_T_STACK]);
         if (rc != EMBER_OK) {
             merge_acc_free(&rd->m);
             return rc;
@@ -1105,8 +1381,8 @@ int em_reader_merge_take(em_reader *rd, ember_merged **out)
 
     *out = NULL;
     if (!rd->m_ready) {             /* nothing added: an empty merge */
-        if ((rc = merge_acc_init(&rd->m, rd->r->next[EM_T_STACK])) !=
-            EMBER_OK) {
+        rc = merge_acc_init(&rd->m, rd->r->db, rd->r->next[EM_T_STACK]);
+        if (rc != EMBER_OK) {
             merge_acc_free(&rd->m);
             return rc;
         }

@@ -2,7 +2,7 @@
 ** engine/stats.c: what a database holds and what it costs on disk. Counts of
 ** interned records come from the tables' sizes; profiles, samples and chunk
 ** bytes from the counters every write txn keeps in meta; sizes from LMDB's
-** page counts per sub-database.
+** page counts per sub-database; the chunk cache's counters from the handle.
 */
 #include <stdio.h>
 #include <sys/stat.h>
@@ -65,6 +65,17 @@ static void file_stats(ember_db *db, ember_stats *out)
         out->used_bytes = (uint64_t)(info.me_last_pgno + 1) * est.ms_psize;
 }
 
+static void cache_stats(ember_db *db, ember_stats *out)
+{
+    em_ccache_info ci;
+
+    em_ccache_stats(db->ccache, &ci);
+    out->cache_hits = ci.hits;
+    out->cache_misses = ci.misses;
+    out->cache_bytes = ci.bytes;
+    out->cache_entries = ci.entries;
+}
+
 /* Fills the whole current struct; the caller gets the part its sz covers. */
 static int stats_fill(ember_db *db, ember_stats *out)
 {
@@ -94,6 +105,7 @@ static int stats_fill(ember_db *db, ember_stats *out)
     out->chunks -= out->head_chunks;
     out->format_version = EM_FORMAT_VERSION;
     file_stats(db, out);
+    cache_stats(db, out);
     return EMBER_OK;
 }
 

@@ -84,6 +84,108 @@ bool em_icache_get_lfn(const em_icache *c, uint32_t loc,
 void em_icache_clear(em_icache *c);
 void em_icache_free(em_icache *c);
 
+/* One stack of a chunk that a focus or ignore keeps: its id and its run
+** of samples, [at, at + n) (a chunk holds at most 2^28 samples). */
+typedef struct em_kept {
+    uint32_t stack, at, n;
+} em_kept;
+
+/* The decoded-chunk cache (engine/ccache.c). */
+typedef struct em_ccache em_ccache;
+typedef struct em_cent em_cent;     /* one cached chunk, held by a reader */
+
+typedef struct em_ccache_info {
+    uint64_t hits, misses;          /* lookups that found an entry or not */
+    uint64_t evictions;
+    uint64_t bytes, entries;        /* held now */
+    uint64_t budget;
+} em_ccache_info;
+
+/* A cache of BUDGET bytes (decoded arrays plus entry headers). */
+int em_ccache_new(uint64_t budget, em_ccache **out);
+/* Frees every entry; no reader may hold one. NULL: no-op. */
+void em_ccache_free(em_ccache *c);
+/* A new epoch for a read context: entries it used are not evicted to make
+** room for what it adds. 0 when C is NULL. */
+uint64_t em_ccache_epoch(em_ccache *c);
+/* The entry for the chunk stored under KEY with checksum CRC and LEN bytes,
+** held (em_ccache_release), its header and parts copied into *VIEW (whose
+** mem is NULL: the arrays belong to the entry); NULL when absent. */
+em_cent *em_ccache_get(em_ccache *c, const uint8_t *key, uint32_t crc,
+                       uint64_t len, uint64_t epoch, em_chunk *view);
+/* Offers a chunk whose checksum was verified and which is decoded into
+** VIEW's arrays, all inside MEM (BYTES bytes): the new entry, held and now
+** owning MEM; or NULL (out of room or memory, or another reader was first)
+** and the caller keeps MEM. Never fails otherwise. */
+em_cent *em_ccache_put(em_ccache *c, const uint8_t *key, uint32_t crc,
+                       uint64_t len, uint64_t epoch, const em_chunk *view,
+                       void *mem, uint64_t bytes);
+/* Adds PARTS, decoded into VIEW's arrays inside MEM (BYTES bytes), to the
+** held entry E: true when E took them and MEM; false when E is evicted,
+** already has one of them, or there is no room (the caller keeps MEM). */
+bool em_ccache_extend(em_ccache *c, em_cent *e, uint64_t epoch,
+                      em_chunk *view, unsigned parts, void *mem,
+                      uint64_t bytes);
+/* Copies into OUT (room for the chunk's nstacks) E's memo for keep set
+** KEEP_ID: the chunk's stacks that the set keeps; true with *N set when E
+** has it. */
+bool em_ccache_memo_get(em_ccache *c, em_cent *e, uint64_t keep_id,
+                        em_kept *out, uint32_t *n);
+/* Makes LIST (N stacks) E's memo for KEEP_ID, replacing any other; best
+** effort. */
+void em_ccache_memo_put(em_ccache *c, em_cent *e, uint64_t keep_id,
+                        const em_kept *list, uint32_t n);
+/* Drops a hold; the last one on an evicted entry frees it. NULL: no-op. */
+void em_ccache_release(em_ccache *c, em_cent *e);
+/* Counters and sizes; all 0 when C is NULL (the cache is off). */
+void em_ccache_stats(em_ccache *c, em_ccache_info *out);
+
+/* Focus and ignore as the dense bitsets of stacks to keep, per handle
+** (engine/postings.c), for the snapshots with the same table sizes: tables
+** only grow, so equal sizes mean equal answers. Each set made gets a new
+** id, never reused, which names it in the chunk cache's memos. */
+#define EM_KCACHE_SLOTS 16
+typedef struct em_kslot {
+    char *focus, *ignore;           /* what it was made for; NULL: none */
+    uint32_t nfunctions, nstacks;   /* the snapshot's table sizes */
+    uint64_t *bits;                 /* nstacks / 64 + 1 words; NULL: empty
+                                    ** slot */
+    uint64_t id;
+    uint64_t used;                  /* tick of the last use, for LRU */
+} em_kslot;
+
+typedef struct em_kcache {
+    pthread_mutex_t mu;
+    em_kslot slot[EM_KCACHE_SLOTS];
+    uint64_t tick, last_id;
+} em_kcache;
+
+void em_kcache_init(em_kcache *k);
+void em_kcache_free(em_kcache *k);
+
+/* Buffers a merge keeps between queries (engine/read.c): the handle pools
+** a few, so that a query sums into memory a previous query mapped and left
+** zeroed instead of faulting in a fresh array over every stack id. */
+typedef struct em_mscratch {
+    int64_t *sum;                   /* [cap + 1], all 0 */
+    uint64_t *seen;                 /* [cap / 64 + 1], all 0 */
+    size_t cap;                     /* stack ids they cover */
+    void *keys, *tmp_keys;          /* span keys, cap_keys and cap_tmp */
+    size_t cap_keys, cap_tmp;
+    uint8_t *in;                    /* profile flags, in_cap of them */
+    uint32_t in_cap;
+} em_mscratch;
+
+#define EM_MPOOL_SLOTS 4
+typedef struct em_mpool {
+    pthread_mutex_t mu;
+    em_mscratch s[EM_MPOOL_SLOTS];
+    size_t n;
+} em_mpool;
+
+void em_mpool_init(em_mpool *p);
+void em_mpool_free(em_mpool *p);
+
 struct ember_db {
     MDB_env *env;
     MDB_dbi dbi[EM_D_COUNT];
@@ -103,6 +205,9 @@ struct ember_db {
     bool syncer_running, stopping;
     pthread_mutex_t smu;
     pthread_cond_t scond;
+    em_ccache *ccache;              /* decoded chunks; NULL: off */
+    em_kcache kcache;               /* focus and ignore stack sets */
+    em_mpool mpool;                 /* idle merge buffers */
 };
 
 /* Counters a write transaction keeps in memory and stores in meta. */
@@ -140,6 +245,7 @@ typedef struct em_rtxn {
     uint32_t next[EM_T_COUNT];      /* table sizes in this snapshot */
     uint64_t max_span;
     em_codec *codec;
+    uint64_t epoch;                 /* in the chunk cache (em_ccache_epoch) */
 } em_rtxn;
 
 /* ---- db.c ---------------------------------------------------------------- */
@@ -227,8 +333,16 @@ int em_selector_check(const ember_selector *sel);
 /* The series SEL's type and matchers select, ignoring its range. */
 int em_select_series(em_rtxn *r, const ember_selector *sel,
                      roaring_bitmap_t **out);
-/* The stacks through any function whose name matches REGEX. */
+/* The stacks through any function whose name matches REGEX (a literal
+** compares string ids, the others run over every function name). */
 int em_focus_stacks(em_rtxn *r, const char *regex, roaring_bitmap_t **out);
+/* The stacks to keep under FOCUS and IGNORE (either may be NULL): through
+** a FOCUS function and through no IGNORE function, as a new dense bitset
+** *BITS of R's stack count (NULL when both are NULL: keep everything) and
+** its id *ID in the handle's keep cache (0 with *BITS NULL): made once per
+** table sizes, since a regex runs over every function name. */
+int em_keep_get(em_rtxn *r, const char *focus, const char *ignore,
+                uint64_t **bits, uint64_t *id);
 
 /* ---- meta.c ---------------------------------------------------------------- */
 

@@ -86,7 +86,13 @@ typedef struct ember_open_opts {
     int64_t chunk_window_ms;    /* head chunks seal at this window; 0: 15 min */
     uint32_t chunk_max_profiles;/* ... or at this many profiles; 0: 720 */
     int zstd_level;             /* level for sealed chunks; 0: 3 */
+    uint64_t cache_bytes;       /* memory for decoded sealed chunks, shared
+                                ** by the handle's readers (LRU);
+                                ** 0: 256 MiB; EMBER_CACHE_OFF: none */
 } ember_open_opts;
+
+/* ember_open_opts.cache_bytes: decode every chunk on every read. */
+#define EMBER_CACHE_OFF UINT64_MAX
 
 /* Opens (creating unless told not to) the database directory DIR. OPTS may
 ** be NULL. Unless rc is EMBER_ENOMEM, *db is set even on failure so that
@@ -445,6 +451,10 @@ typedef struct ember_stats {
     uint32_t format_version;
     unsigned ntables;
     ember_table_stats tables[EMBER_STATS_MAX_TABLES];
+    /* The handle's decoded-chunk cache (all 0 when it is off): chunk reads
+    ** it answered and did not, since the open; what it holds now. */
+    uint64_t cache_hits, cache_misses;
+    uint64_t cache_bytes, cache_entries;
 } ember_stats;
 
 EMBER_API int ember_stats_get(ember_db *db, ember_stats *out);
