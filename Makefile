@@ -19,18 +19,18 @@ WARN := -std=c11 -Wall -Wextra -Wshadow -Wstrict-prototypes \
         -Wmissing-prototypes -Wformat=2 -Wvla -Wundef -Werror
 ALL_CFLAGS := $(WARN) -D_GNU_SOURCE -fPIC -fvisibility=hidden -Iinclude -I. \
               -I$(BUILD)/gen $(CFLAGS)
-LDLIBS := -llmdb -lzstd -lroaring -lprotobuf-c -lz -lpthread -lm
+LDLIBS := -llmdb -lzstd -lroaring -lprotobuf-c -ldeflate -lz -lpthread -lm
 # The ember program links the Debian static archives where they exist:
 # resolving a dozen shared libraries at every start was a fifth of a
 # short query's time. libroaring ships no archive; libember.so and the
 # tests link everything dynamically.
-CLI_STATIC := -llmdb -lzstd -lprotobuf-c -lz -ledit -ltinfo -lbsd -lmd
+CLI_STATIC := -llmdb -lzstd -lprotobuf-c -ldeflate -lz -ledit -ltinfo -lbsd -lmd
 CLI_DYNAMIC := -lroaring -lpthread -lm
 TEST_LDLIBS := -lcmocka
 
 # Debian packages the build, tests, benchmarks and fuzzing need.
 DEB_PKGS := build-essential pkg-config clang liblmdb-dev libzstd-dev \
-            libroaring-dev zlib1g-dev libcmocka-dev libsqlite3-dev \
+            libroaring-dev zlib1g-dev libdeflate-dev libcmocka-dev libsqlite3-dev \
             libclang-rt-14-dev lmdb-utils libprotobuf-c-dev \
             protobuf-c-compiler golang-go linux-perf libedit-dev libbsd-dev \
             libncurses-dev libmd-dev \

@@ -4,6 +4,7 @@
 ** at the end of memory); the format is told by content when not given; a
 ** decoder fills a profile set; em_import writes the set in one transaction.
 */
+#include <libdeflate.h>
 #include <zlib.h>
 
 #include "engine/engine.h"
@@ -115,6 +116,45 @@ static void z_free(voidpf opaque, voidpf p)
     em_free(p);
 }
 
+/* The fast path, libdeflate's one-call decoder, which runs three times as
+** fast as zlib's inflate: a single gzip member whose trailer size (ISIZE,
+** which the writer may have lied about) is within MAX and within deflate's
+** greatest ratio of the input. It decodes into exactly ISIZE bytes, so a
+** lie or a second member just fails here; anything it does not take, or
+** any failure, goes to zlib's streaming path, which enforces MAX as it
+** goes and says what is wrong. */
+static bool gunzip_fast(const uint8_t *p, size_t len, uint64_t max,
+                        void **out, size_t *outlen)
+{
+    struct libdeflate_decompressor *d;
+    enum libdeflate_result r;
+    size_t used = 0, got = 0;
+    uint32_t isize;
+    uint8_t *o;
+
+    if (len < 18)
+        return false;
+    isize = em_get_le32(p + len - 4);
+    if (isize > max || isize / 1032 > len)
+        return false;
+    if ((o = em_malloc((size_t)isize + 1)) == NULL)
+        return false;
+    if ((d = libdeflate_alloc_decompressor()) == NULL) {
+        em_free(o);
+        return false;
+    }
+    r = libdeflate_gzip_decompress_ex(d, p, len, o, isize, &used, &got);
+    libdeflate_free_decompressor(d);
+    if (r != LIBDEFLATE_SUCCESS || used != len || got != isize) {
+        em_free(o);
+        return false;
+    }
+    o[got] = '\0';
+    *out = o;
+    *outlen = got;
+    return true;
+}
+
 int em_gunzip(const void *buf, size_t len, uint64_t max, void **out,
               size_t *outlen)
 {
@@ -127,6 +167,8 @@ int em_gunzip(const void *buf, size_t len, uint64_t max, void **out,
     *outlen = 0;
     if (len > UINT32_MAX)
         return em_err(EMBER_ELIMIT, "gzip input over 4 GiB");
+    if (gunzip_fast(buf, len, max, out, outlen))
+        return EMBER_OK;
     if (cap > max + 1)
         cap = (size_t)max + 1;
     o = em_malloc(cap + 1);

@@ -25,7 +25,7 @@
 */
 #include <limits.h>
 #include <stdlib.h>
-#include <zlib.h>
+#include <libdeflate.h>
 
 #include "proto/profile.pb-c.h"
 #include "query/query_int.h"
@@ -509,64 +509,34 @@ static void pp_msg_profile(pp_msg *g, pp_enc *e, const ember_merged *m)
 
 /* ---- gzip --------------------------------------------------------------- */
 
-static voidpf pp_zalloc(voidpf opaque, uInt items, uInt size)
-{
-    EM_UNUSED(opaque);
-    return em_malloc((size_t)items * size);
-}
-
-static void pp_zfree(voidpf opaque, voidpf p)
-{
-    EM_UNUSED(opaque);
-    em_free(p);
-}
-
-/* Feeds zlib's 32-bit counters from a size_t remainder. */
-static uInt pp_take(size_t *left)
-{
-    uInt n = *left > UINT_MAX ? UINT_MAX : (uInt)*left;
-    *left -= n;
-    return n;
-}
-
-/* Gzips the N bytes at IN into a new buffer *OUT of *OUTLEN bytes. */
+/* Gzips the N bytes at IN into a new buffer *OUT of *OUTLEN bytes, with
+** libdeflate at level 1 (Go's runtime/pprof writes level 1 too): twice as
+** fast as zlib's level 1, for a slightly smaller file. */
 static int pp_gzip(const uint8_t *in, size_t n, uint8_t **out, size_t *outlen)
 {
-    z_stream z = { .zalloc = pp_zalloc, .zfree = pp_zfree };
-    size_t in_left = n, out_left, bound;
+    struct libdeflate_compressor *c = libdeflate_alloc_compressor(1);
     uint8_t *buf = NULL;
-    /* Level 1, as Go's runtime/pprof writes: a third of the export time
-    ** at the default level, for files a few percent larger. */
-    int zrc = deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8,
-                           Z_DEFAULT_STRATEGY);
+    size_t bound, got;
     int rc = EMBER_OK;
 
-    if (zrc != Z_OK)
-        return em_err(zrc == Z_MEM_ERROR ? EMBER_ENOMEM : EMBER_EIO,
-                      "pprof: gzip: %s", zError(zrc));
-    bound = out_left = deflateBound(&z, n);
+    if (c == NULL)
+        return em_err(EMBER_ENOMEM, "pprof: gzip: no memory for the compressor");
+    bound = libdeflate_gzip_compress_bound(c, n);
     if ((buf = em_malloc(bound + 1)) == NULL) {
         rc = pp_nomem("bytes of gzip output", bound);
         goto out;
     }
-    z.next_in = (Bytef *)(uintptr_t)in;     /* zlib's API is not const */
-    z.next_out = buf;
-    do {
-        if (z.avail_in == 0)
-            z.avail_in = pp_take(&in_left);
-        if (z.avail_out == 0)
-            z.avail_out = pp_take(&out_left);
-        zrc = deflate(&z, in_left == 0 ? Z_FINISH : Z_NO_FLUSH);
-    } while (zrc == Z_OK && (z.avail_out > 0 || out_left > 0));
-    if (zrc != Z_STREAM_END) {
-        rc = em_err(EMBER_EIO, "pprof: gzip: deflate failed (%d)", zrc);
+    got = libdeflate_gzip_compress(c, in, n, buf, bound);
+    if (got == 0) {
+        rc = em_err(EMBER_EIO, "pprof: gzip: %zu bytes did not fit the "
+                    "compressor's own bound", n);
         goto out;
     }
     *out = buf;
-    *outlen = (size_t)z.total_out;
+    *outlen = got;
     buf = NULL;
 out:
-    deflateEnd(&z);
+    libdeflate_free_compressor(c);
     em_free(buf);
     return rc;
 }
