@@ -19,12 +19,14 @@ WARN := -std=c11 -Wall -Wextra -Wshadow -Wstrict-prototypes \
         -Wmissing-prototypes -Wformat=2 -Wvla -Wundef -Werror
 ALL_CFLAGS := $(WARN) -D_GNU_SOURCE -fPIC -fvisibility=hidden -Iinclude -I. \
               -I$(BUILD)/gen $(CFLAGS)
-LDLIBS := -llmdb -lzstd -lroaring -lprotobuf-c -ldeflate -lz -lpthread -lm
+LDLIBS := -lbpf -ldw -lelf -llmdb -lzstd -lroaring -lprotobuf-c -ldeflate -lz \
+          -lpthread -lm
 # The ember program links the Debian static archives where they exist:
 # resolving a dozen shared libraries at every start was a fifth of a
 # short query's time. libroaring ships no archive; libember.so and the
 # tests link everything dynamically.
-CLI_STATIC := -llmdb -lzstd -lprotobuf-c -ldeflate -lz -ledit -ltinfo -lbsd -lmd
+CLI_STATIC := -lbpf -ldw -lelf -llmdb -lzstd -lprotobuf-c -ldeflate -lz \
+              -llzma -lbz2 -ledit -ltinfo -lbsd -lmd
 CLI_DYNAMIC := -lroaring -lpthread -lm
 TEST_LDLIBS := -lcmocka
 
@@ -34,13 +36,16 @@ DEB_PKGS := build-essential pkg-config clang liblmdb-dev libzstd-dev \
             libclang-rt-14-dev lmdb-utils libprotobuf-c-dev \
             protobuf-c-compiler golang-go linux-perf libedit-dev libbsd-dev \
             libncurses-dev libmd-dev \
+            libbpf-dev bpftool libdw-dev libelf-dev \
             chromium chromium-driver
 
 # The pprof wire format: protoc-c writes its C code into $(BUILD)/gen.
 PROTO := proto/profile.proto
 PROTO_C := $(BUILD)/gen/proto/profile.pb-c.c
 PROTO_H := $(BUILD)/gen/proto/profile.pb-c.h
-LIB_SRC := $(wildcard engine/*.c query/*.c ingest/*.c)
+# bpf/*.bpf.c run in the kernel: they are not library sources.
+LIB_SRC := $(wildcard engine/*.c query/*.c ingest/*.c) \
+           $(filter-out %.bpf.c,$(wildcard bpf/*.c))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/proto/profile.pb-c.o
 CLI_SRC := $(wildcard repl/*.c)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
@@ -55,9 +60,9 @@ BENCH_LIB_SRC := $(filter bench/gen%.c,$(BENCH_SRC))
 BENCH_MAIN := $(filter-out $(BENCH_LIB_SRC),$(BENCH_SRC))
 BENCH_BIN := $(BENCH_MAIN:bench/%.c=$(BUILD)/bench/%)
 HEADERS := include/ember.h $(wildcard engine/*.h query/*.h ingest/*.h \
-           repl/*.h bench/*.h tests/unit/common/*.h) $(PROTO_H)
+           bpf/*.h repl/*.h bench/*.h tests/unit/common/*.h) $(PROTO_H)
 
-.PHONY: all lib cli tests fuzz-replay bench-bin deps run test test-core \
+.PHONY: all lib cli tests fuzz-replay bench-bin deps run demo test test-core \
         check-asan check-layers check-symbols check-example fuzz-smoke \
         install clean bench
 
@@ -100,6 +105,34 @@ $(BUILD)/obj/%.o: %.c $(HEADERS)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
+# The eBPF sampler (CO-RE): vmlinux.h from the running kernel's BTF, the
+# program compiled by clang -target bpf, its DWARF dropped by bpftool's
+# linker (BTF stays), and a skeleton header that embeds the object.
+BPF_GEN := $(BUILD)/gen/bpf
+BTF_VMLINUX ?= /sys/kernel/btf/vmlinux
+BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_x86 -Wall -Werror \
+              -I$(BPF_GEN) -I.
+
+$(BPF_GEN)/vmlinux.h:
+	@mkdir -p $(@D)
+	@test -r $(BTF_VMLINUX) || { echo "make: no kernel BTF at" \
+	  "$(BTF_VMLINUX): the eBPF sampler is built against the running" \
+	  "kernel's types; use a kernel with CONFIG_DEBUG_INFO_BTF=y or set" \
+	  "BTF_VMLINUX=path" >&2; exit 1; }
+	@$(if $(Q),echo "  BTF     $@")
+	$(Q)bpftool btf dump file $(BTF_VMLINUX) format c > $@
+
+$(BPF_GEN)/%.bpf.o: bpf/%.bpf.c bpf/sampler_int.h $(BPF_GEN)/vmlinux.h
+	@$(if $(Q),echo "  BPF     $<")
+	$(Q)clang $(BPF_CFLAGS) -c $< -o $(@:.o=.tmp.o)
+	$(Q)bpftool gen object $@ $(@:.o=.tmp.o) && rm -f $(@:.o=.tmp.o)
+
+$(BPF_GEN)/%.skel.h: $(BPF_GEN)/%.bpf.o
+	@$(if $(Q),echo "  SKEL    $@")
+	$(Q)bpftool gen skeleton $< name $* > $@
+
+$(BUILD)/obj/bpf/sampler.o: $(BPF_GEN)/sampler.skel.h
+
 $(BUILD)/libember.a: $(LIB_OBJ)
 	@$(if $(Q),echo "  AR      $@")
 	$(Q)rm -f $@ && ar rcs $@ $^
@@ -134,16 +167,25 @@ $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(BENCH_LIB_OBJ) $(BUILD)/libember.a
 # libFuzzer builds compile the library sources with clang directly.
 FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE \
               -Iinclude -I. -I$(BUILD)/gen
-build/fuzz/%: fuzz/%.c $(LIB_SRC) $(PROTO_C) $(HEADERS)
+# bpf/ needs its generated skeleton and no fuzz target reaches it.
+FUZZ_LIB_SRC := $(filter-out bpf/%,$(LIB_SRC))
+build/fuzz/%: fuzz/%.c $(FUZZ_LIB_SRC) $(PROTO_C) $(HEADERS)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  FUZZ    $@")
-	$(Q)clang $(FUZZ_FLAGS) $< $(LIB_SRC) $(PROTO_C) $(LDLIBS) -o $@
+	$(Q)clang $(FUZZ_FLAGS) $< $(FUZZ_LIB_SRC) $(PROTO_C) $(LDLIBS) -o $@
 
 # ---- run and test ---------------------------------------------------------
 
-RUN_DB ?= $(BUILD)/demo.db
+# run: profile this machine with eBPF (root; else the demo below), print
+# the top functions and the busiest process's flame graph.
+RUN_DB ?= $(BUILD)/run.db
+DEMO_DB ?= $(BUILD)/demo.db
 run: deps all
-	$(Q)sh scripts/demo.sh $(BUILD) $(RUN_DB)
+	$(Q)sh scripts/run.sh $(BUILD) $(RUN_DB) $(DEMO_DB)
+
+# demo: generated profiles of a few services, imported and queried.
+demo: deps all
+	$(Q)sh scripts/demo.sh $(BUILD) $(DEMO_DB)
 
 RESULTS = $(BUILD)/results.txt
 

@@ -36,8 +36,9 @@ typedef struct em_agent_report {
     double cpu_seconds;         /* of this process, user + system */
 } em_agent_report;
 
-/* Runs the agent on DB until the duration passes or *STOP becomes non-zero
-** (a signal handler sets it), writing one window's profiles per drain.
+/* Runs the agent on DB until the duration passes, *STOP becomes non-zero
+** (a signal handler sets it) or the one process sampled (sampler.pid)
+** exits, writing one window's profiles per drain.
 ** Fails before writing anything when the machine cannot sample
 ** (em_sampler_check's message). REP (may be NULL) gets the totals. */
 int em_agent_run(ember_db *db, const em_agent_opts *opts,

@@ -47,7 +47,13 @@ typedef struct em_sample {
     const uint64_t *kstack;
     uint32_t nkstack;
     uint64_t count;
+    uint32_t flags;             /* EM_SAMPLE_*_LOST */
 } em_sample;
+
+/* em_sample.flags: a stack of the key was lost to a stack-map collision or
+** error (counted in the window's stats); its frames are then empty, which
+** is not "no such stack". */
+enum { EM_SAMPLE_USTACK_LOST = 1u << 0, EM_SAMPLE_KSTACK_LOST = 1u << 1 };
 
 /* Self-metrics of one window, summed over CPUs. */
 typedef struct em_sampler_stats {

@@ -72,4 +72,8 @@ int em_symbolize_kernel(em_symbolizer *s, em_pset *set, const uint64_t *addrs,
 
 void em_symbolizer_stats(const em_symbolizer *s, em_symb_stats *out);
 
+/* True when kernel frames stay as addresses: /proc/kallsyms cannot be read,
+** or kptr_restrict hides its addresses (reads kallsyms at the first call). */
+bool em_symbolizer_kernel_hidden(em_symbolizer *s);
+
 #endif /* EM_SYMBOLIZE_H */

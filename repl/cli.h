@@ -33,6 +33,8 @@ extern const unsigned em_ncommands;
 
 int em_cmd_import(int argc, char **argv);
 int em_cmd_query(int argc, char **argv);
+int em_cmd_record(int argc, char **argv);
+int em_cmd_agent(int argc, char **argv);
 int em_cmd_repl(int argc, char **argv);
 int em_cmd_stats(int argc, char **argv);
 int em_cmd_verify(int argc, char **argv);

@@ -39,6 +39,32 @@ const em_cmd em_commands[] = {
       "               comm-pid prefix; it becomes labels comm and pid\n"
       "  --max-size N largest input after gunzip (default 1G)\n",
       em_cmd_import },
+    { "record", "-d DIR [--duration 30s] [--frequency 19] [--pid PID] "
+      "[--window 10s] [-l k=v]... [-v]",
+      "profile every process on this machine with eBPF for a while",
+      "Samples the CPUs with an eBPF program (root, BTF and perf events\n"
+      "needed; without them it says what is missing and writes nothing),\n"
+      "symbolizes the user and kernel stacks, and writes one profile per\n"
+      "process and thread name per window, labeled pid, comm, executable,\n"
+      "cgroup, container_id and node, as both\n"
+      "process_cpu:samples:count:cpu:nanoseconds:delta and\n"
+      "process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta. Ctrl-C stops it\n"
+      "early, after writing the last window. docs/sampling.md is the guide.\n"
+      "  --duration D   how long (default 30s)\n"
+      "  --frequency N  samples per second per CPU (default 19)\n"
+      "  --pid PID      only this process; stop when it exits\n"
+      "  --window D     write a profile per process every D (default 10s)\n"
+      "  -l k=v         a label on every series; repeat for more\n"
+      "  -v             a line per window on stderr\n",
+      em_cmd_record },
+    { "agent", "-d DIR [--frequency 19] [--pid PID] [--window 10s] "
+      "[-l k=v]... [-v]",
+      "profile continuously with eBPF until SIGINT or SIGTERM",
+      "What `ember record` does, without an end: it runs until SIGINT or\n"
+      "SIGTERM, then writes the last window and exits 0. Meant for a\n"
+      "service manager (docs/sampling.md has a systemd unit). Options as\n"
+      "ember record's, without --duration.\n",
+      em_cmd_agent },
     { "query", "-d DIR [--from T] [--to T] [--step D] [-o FORMAT] "
       "[--output-file F] [--limit N] [--cum] [--unit U] [--color WHEN] "
       "[--width N] 'QUERY'",

@@ -1,5 +1,5 @@
 #!/bin/sh
-# demo.sh BUILD DB: what `make run` does until the eBPF sampler lands:
+# demo.sh BUILD DB: `make demo`, and what `make run` falls back to without root:
 # generate half an hour of realistic profiles for a few services as
 # collapsed files, import them with `ember import`, and query the result.
 set -eu

@@ -1,0 +1,247 @@
+/*
+** repl/cmd_record.c: `ember record` and `ember agent`, the eBPF sampler's
+** commands (bpf/agent.h does the work; docs/sampling.md is the guide).
+** record profiles for a duration and prints a summary; agent runs until
+** SIGINT or SIGTERM. Both flush the last window when stopped by a signal.
+**
+** Nothing is written, and the database directory is not even created, when
+** the arguments are wrong or the machine cannot sample (no root, BPF, BTF
+** or perf events): those are checked before the database is opened.
+*/
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "engine/engine.h"
+#include "query/query.h"
+#include "bpf/agent.h"
+#include "bpf/sampler.h"
+#include "repl/cli.h"
+
+#define RECORD_DURATION_MS 30000    /* record's default --duration */
+#define RECORD_MAX_FREQUENCY 10000  /* Hz per CPU */
+#define RECORD_MIN_WINDOW_MS 100
+
+/* Labels the agent sets itself: -l may not give them. */
+static const char *const reserved_labels[] = {
+    "pid", "comm", "executable", "cgroup", "container_id", "node", "metric",
+};
+
+static volatile sig_atomic_t record_stop;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    record_stop = 1;
+}
+
+/* SIGINT and SIGTERM end the run after its last window; a second one
+** kills the process as usual (SA_RESETHAND). No SA_RESTART: the signal
+** wakes the agent from its poll at once. */
+static void signals_catch(void)
+{
+    struct sigaction sa;
+
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+typedef struct record_args {
+    const char *cmd;            /* "record" or "agent" */
+    const char *dir;
+    em_agent_opts opts;
+    ember_label labels[EM_MAX_CLI_LABELS];
+} record_args;
+
+static int label_arg(record_args *r, char *arg)
+{
+    ember_label *l = &r->labels[r->opts.nlabels];
+
+    if (r->opts.nlabels == EM_MAX_CLI_LABELS || em_cli_label(arg, l) != 0)
+        return em_cli_fail(2, r->cmd, "-l %s: expected name=value (at most "
+                           "%d)", arg, EM_MAX_CLI_LABELS);
+    if (em_label_name_check(l->name) != EMBER_OK)
+        return em_cli_fail(2, r->cmd, "-l %s: %s", l->name, em_errmsg());
+    for (size_t i = 0; i < sizeof reserved_labels / sizeof *reserved_labels;
+         i++)
+        if (strcmp(l->name, reserved_labels[i]) == 0)
+            return em_cli_fail(2, r->cmd, "-l %s: the sampler sets this "
+                               "label itself", l->name);
+    r->opts.nlabels++;
+    return 0;
+}
+
+/* A positive integer no larger than MAX, or -1. */
+static long long number_arg(const char *s, long long max)
+{
+    char *end;
+    long long v;
+
+    errno = 0;
+    v = strtoll(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v <= 0 || v > max)
+        return -1;
+    return v;
+}
+
+static int duration_arg(record_args *r, const char *opt, const char *s,
+                        int64_t min_ms, int64_t *out)
+{
+    if (em_duration_parse(s, out) != EMBER_OK || *out < min_ms)
+        return em_cli_fail(2, r->cmd, "%s %s: expected a duration of at "
+                           "least %lld ms, such as 10s or 1m", opt, s,
+                           (long long)min_ms);
+    return 0;
+}
+
+/* Handles option C; 0, or the exit status of a misuse. */
+static int record_opt(record_args *r, int c)
+{
+    em_agent_opts *o = &r->opts;
+    long long v;
+
+    switch (c) {
+    case 'd': r->dir = optarg; return 0;
+    case 'v': o->verbose = true; return 0;
+    case 'l': return label_arg(r, optarg);
+    case 'D': return duration_arg(r, "--duration", optarg, 1, &o->duration_ms);
+    case 'w':
+        return duration_arg(r, "--window", optarg, RECORD_MIN_WINDOW_MS,
+                            &o->window_ms);
+    case 'F':
+        if ((v = number_arg(optarg, RECORD_MAX_FREQUENCY)) < 0)
+            return em_cli_fail(2, r->cmd, "--frequency %s: expected 1 to %d "
+                               "(Hz per CPU)", optarg, RECORD_MAX_FREQUENCY);
+        o->sampler.frequency = (unsigned)v;
+        return 0;
+    case 'p':
+        if ((v = number_arg(optarg, 1 << 30)) < 0)
+            return em_cli_fail(2, r->cmd, "--pid %s: expected a process id",
+                               optarg);
+        o->sampler.pid = (int)v;
+        return 0;
+    default:
+        return em_cli_usage(r->cmd);
+    }
+}
+
+static int record_parse(record_args *r, int argc, char **argv)
+{
+    static const struct option longs[] = {
+        { "dir", required_argument, NULL, 'd' },
+        { "duration", required_argument, NULL, 'D' },
+        { "frequency", required_argument, NULL, 'F' },
+        { "pid", required_argument, NULL, 'p' },
+        { "window", required_argument, NULL, 'w' },
+        { "label", required_argument, NULL, 'l' },
+        { "verbose", no_argument, NULL, 'v' },
+        { NULL, 0, NULL, 0 },
+    };
+    bool agent = strcmp(r->cmd, "agent") == 0;
+    int c, st;
+
+    r->opts.sz = sizeof r->opts;
+    r->opts.sampler.sz = sizeof r->opts.sampler;
+    r->opts.labels = r->labels;
+    r->opts.duration_ms = agent ? 0 : RECORD_DURATION_MS;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "d:l:vF:p:", longs, NULL)) != -1) {
+        if (agent && c == 'D')
+            return em_cli_fail(2, r->cmd, "--duration: the agent runs until "
+                               "SIGINT or SIGTERM (see ember record)");
+        if ((st = record_opt(r, c)) != 0)
+            return st;
+    }
+    if (r->dir == NULL || optind != argc)
+        return em_cli_usage(r->cmd);
+    return 0;
+}
+
+/* Whether the run can start: the sampler's requirements and the target
+** process, checked before anything touches the database. */
+static int record_ready(const record_args *r)
+{
+    char path[64];
+    FILE *f;
+
+    if (em_sampler_check() != EMBER_OK)
+        return em_cli_fail(1, r->cmd, "%s", em_errmsg());
+    if (r->opts.sampler.pid > 0) {
+        snprintf(path, sizeof path, "/proc/%d/stat", r->opts.sampler.pid);
+        if ((f = fopen(path, "r")) == NULL)
+            return em_cli_fail(1, r->cmd, "--pid %d: no such process",
+                               r->opts.sampler.pid);
+        fclose(f);
+    }
+    return 0;
+}
+
+static void record_summary(const record_args *r, const em_agent_report *rep,
+                           double secs)
+{
+    uint64_t all = rep->samples + rep->idle;
+
+    if (secs <= 0)
+        secs = 0.001;
+    fprintf(stderr, "ember %s: %llu windows in %.1f s: %llu profiles, %llu "
+            "samples of %llu processes, idle %.0f%% (%llu samples), %llu "
+            "lost, %llu stack errors, %llu unresolved frames; ember used "
+            "%.3f CPU s (%.2f%% of one CPU)\n", r->cmd,
+            (unsigned long long)rep->windows, secs,
+            (unsigned long long)rep->profiles,
+            (unsigned long long)rep->samples,
+            (unsigned long long)rep->processes,
+            all ? 100.0 * (double)rep->idle / (double)all : 0.0,
+            (unsigned long long)rep->idle, (unsigned long long)rep->lost,
+            (unsigned long long)rep->stack_errors,
+            (unsigned long long)rep->unresolved_frames, rep->cpu_seconds,
+            100.0 * rep->cpu_seconds / secs);
+}
+
+/* `ember record` and `ember agent`: the same run, with or without an end. */
+static int record_run(const char *cmd, int argc, char **argv)
+{
+    record_args r;
+    em_agent_report rep;
+    ember_db *db = NULL;
+    int64_t t0;
+    int st, rc;
+
+    memset(&rep, 0, sizeof rep);
+    memset(&r, 0, sizeof r);
+    r.cmd = cmd;
+    if ((st = record_parse(&r, argc, argv)) != 0)
+        return st;
+    if ((st = record_ready(&r)) != 0)
+        return st;
+    record_stop = 0;
+    signals_catch();
+    if (em_cli_open(cmd, r.dir, 0, &db) != EMBER_OK)
+        return 1;
+    t0 = em_cli_now_ms();
+    rc = em_agent_run(db, &r.opts, &record_stop, &rep);
+    st = rc == EMBER_OK ? 0 : em_cli_fail(1, cmd, "%s", em_errmsg());
+    ember_close(db);
+    if (rc == EMBER_OK || rep.windows > 0)
+        record_summary(&r, &rep, (double)(em_cli_now_ms() - t0) / 1000.0);
+    return st;
+}
+
+int em_cmd_record(int argc, char **argv)
+{
+    return record_run("record", argc, argv);
+}
+
+int em_cmd_agent(int argc, char **argv)
+{
+    return record_run("agent", argc, argv);
+}
