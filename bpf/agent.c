@@ -33,7 +33,10 @@
 ** dlopens) while it lives: without that, a short-lived process's libc frames would stay
 ** addresses once it is gone. Processes already running at the start are
 ** captured then, by a walk of /proc, so that one that exits before the
-** first drain still symbolizes.
+** first drain still symbolizes. A drain that meets many new binaries can
+** take a second; process events are handled during it too
+** (events_handle), or a process living less than that would be gone
+** before its capture.
 */
 #include <dirent.h>
 #include <stdlib.h>
@@ -60,6 +63,8 @@
 #define AGENT_MAX_VALUE 400         /* the engine's label value limit */
 #define AGENT_HOST_MAX 256
 #define AGENT_RECAPTURES 1024       /* pending recaptures per stage */
+#define AGENT_EVENTS_NS 10000000    /* during a drain, handle process
+                                    ** events at least this often */
 
 /* Delays after exec of the captures again, one stage each. */
 static const int64_t recapture_ms[] = { 20, 250 };
@@ -101,7 +106,6 @@ typedef struct agent {
     int64_t win_start_ms;       /* realtime, the window's start */
     int64_t win_start_ns;       /* monotonic, the same instant */
     int64_t win_len_ns;
-    uint64_t win_samples;       /* samples put into the set */
     uint64_t win_dropped;       /* samples whose stack failed */
     uint32_t locs[2 * EM_SAMPLER_MAX_DEPTH];
     char vals[5][AGENT_MAX_VALUE + 1];  /* a new series' label values */
@@ -111,6 +115,7 @@ typedef struct agent {
     u32_set seen;               /* processes sampled */
     recapture_fifo recap[AGENT_STAGES];
     bool target_gone;           /* opts' pid exited: stop after a flush */
+    int64_t events_ns;          /* when process events were last handled */
     em_agent_report rep;
 } agent;
 
@@ -407,6 +412,8 @@ static int sample_frames(agent *a, const em_sample *smp, size_t *n)
     return rc;
 }
 
+static void events_handle(agent *a, int64_t now);
+
 /* em_sampler_drain's callback: one key into the set. */
 static int on_sample(void *ctx, const em_sample *smp)
 {
@@ -416,6 +423,7 @@ static int on_sample(void *ctx, const em_sample *smp)
     int64_t cpu;
     int rc;
 
+    events_handle(a, mono_ns());
     if (smp->count == 0)
         return 0;
     rc = series_get(a, smp->tgid, smp->comm, &prof);
@@ -428,11 +436,7 @@ static int on_sample(void *ctx, const em_sample *smp)
     cpu = (int64_t)(smp->count * a->period_ns);
     if (rc == EMBER_OK)
         rc = em_pset_sample(&a->set, prof + 1, stack, cpu);
-    if (rc == EMBER_OK) {
-        a->win_samples += smp->count;
-        return 0;
-    }
-    if (rc == EMBER_ENOMEM)
+    if (rc == EMBER_OK || rc == EMBER_ENOMEM)
         return rc;
     a->win_dropped += smp->count;  /* a limit of the set: skip the key */
     return 0;
@@ -501,7 +505,7 @@ static void window_reset(agent *a, int64_t start_ns, int64_t start_ms)
     if (a->series != NULL)
         memset(a->series, 0, (a->series_mask + 1) * sizeof *a->series);
     a->nseries = 0;
-    a->win_samples = a->win_dropped = 0;
+    a->win_dropped = 0;
     a->win_start_ns = start_ns;
     a->win_start_ms = start_ms;
 }
@@ -568,6 +572,7 @@ static int window_flush(agent *a)
 
     a->win_len_ns = flip_ns - a->win_start_ns;
     rc = em_sampler_drain(a->sampler, on_sample, a, &st);
+    events_handle(a, mono_ns());
     em_symbolizer_stats(a->symb, &sy);
     cpu = cpu_seconds();
     if (rc == EMBER_OK)
@@ -623,6 +628,18 @@ static int64_t recapture_run(agent *a, int64_t now)
             next = f->due_ns[f->head];
     }
     return next;
+}
+
+/* Between the keys of a long drain: delivers the process events and the
+** recaptures due, at most every AGENT_EVENTS_NS. Polling the event ring
+** buffer does not touch the count and stack maps being drained. */
+static void events_handle(agent *a, int64_t now)
+{
+    if (now - a->events_ns < AGENT_EVENTS_NS)
+        return;
+    a->events_ns = now;
+    (void)em_sampler_poll(a->sampler, 0);   /* a failure shows at the loop */
+    (void)recapture_run(a, now);
 }
 
 /* Captures the processes running now (only opts' pid, when given): they
