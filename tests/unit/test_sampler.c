@@ -252,10 +252,12 @@ static void test_windows(void **state)
     assert_true(t1.mine_ustack * 10 >= t1.mine * 9);
     assert_true(t1.mine_in_spin * 2 >= t1.mine);
     assert_int_equal(t1.bad_depth, 0);
-    /* Every CPU is sampled: keys and idle make up the machine's samples. */
+    /* Keys and idle make up the machine's samples. No lower bound past our
+    ** own thread's: on a tickless kernel an idle CPU's cpu-clock may not
+    ** fire at all, so the other CPUs can add nothing. */
     assert_int_equal(st.samples, t1.all);
     double machine = (double)(t1.all + st.idle);
-    assert_true(machine >= FREQ * w1 * (double)online_cpus() * 0.5);
+    assert_true(machine >= (double)t1.mine);
     assert_true(machine <= FREQ * w1 * (double)online_cpus() * 1.3 + 20);
     /* The second window holds only its half second, nothing of the first:
     ** exactly what the program counted into that set since the flip. */
