@@ -56,7 +56,7 @@ TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 FUZZ_SRC := $(wildcard fuzz/fuzz_*.c)
 FUZZ_REPLAY := $(FUZZ_SRC:fuzz/%.c=$(BUILD)/fuzz/replay_%)
 BENCH_SRC := $(wildcard bench/*.c)
-BENCH_LIB_SRC := $(filter bench/gen%.c,$(BENCH_SRC))
+BENCH_LIB_SRC := $(filter bench/gen%.c bench/util.c,$(BENCH_SRC))
 BENCH_MAIN := $(filter-out $(BENCH_LIB_SRC),$(BENCH_SRC))
 BENCH_BIN := $(BENCH_MAIN:bench/%.c=$(BUILD)/bench/%)
 HEADERS := include/ember.h $(wildcard engine/*.h query/*.h ingest/*.h \

@@ -23,9 +23,7 @@
 ** are removed at the end unless --keep.
 */
 #include <errno.h>
-#include <ftw.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -35,6 +33,7 @@
 #include "ember.h"
 #include "bench/gen.h"
 #include "bench/gen_sqlite.h"
+#include "bench/util.h"
 
 #define BATCH 100               /* profiles per commit, both engines */
 #define END_MS 1717200000000LL  /* the data set's last step: 2024-06-01 */
@@ -66,90 +65,7 @@ typedef struct dataset {
 
 /* ---- small helpers ---------------------------------------------------------- */
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void vnote(const char *fmt, va_list ap)
-{
-    fputs("bench: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-}
-
-static void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void note(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vnote(fmt, ap);
-    va_end(ap);
-}
-
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void die(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vnote(fmt, ap);
-    va_end(ap);
-    exit(1);
-}
-
-static void ember_check(int rc, const char *what)
-{
-    if (rc != EMBER_OK)
-        die("%s: %s (%s)", what, ember_strerror(rc), ember_errmsg(NULL));
-}
-
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (p == NULL)
-        die("out of memory (%zu bytes)", n);
-    return p;
-}
-
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *f)
-{
-    (void)st;
-    (void)flag;
-    (void)f;
-    return remove(path);
-}
-
-static void rm_rf(const char *path)
-{
-    nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-static const char *human(double v, char *buf, size_t cap)
-{
-    if (v >= 1e9)
-        snprintf(buf, cap, "%.2fG", v / 1e9);
-    else if (v >= 1e6)
-        snprintf(buf, cap, "%.2fM", v / 1e6);
-    else if (v >= 1e3)
-        snprintf(buf, cap, "%.1fk", v / 1e3);
-    else
-        snprintf(buf, cap, "%.3g", v);
-    return buf;
-}
+static double now(void) { return bench_clock(CLOCK_MONOTONIC); }
 
 /* ---- the result table ------------------------------------------------------- */
 

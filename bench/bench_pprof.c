@@ -19,8 +19,6 @@
 ** waits and other processes' turns). One thread, so one core.
 */
 #include <dirent.h>
-#include <ftw.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +28,7 @@
 #include "ember.h"
 #include "ingest/ingest.h"
 #include "ingest/pset.h"
+#include "bench/util.h"
 
 #define BATCH_MAX_FILES 512             /* as repl/cmd_import.c */
 #define BATCH_MAX_BYTES (64ull << 20)
@@ -47,37 +46,10 @@ typedef struct inputs {
     uint64_t gz_bytes;
 } inputs;
 
-static double clock_s(clockid_t id)
-{
-    struct timespec ts;
-    clock_gettime(id, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static double now(void) { return clock_s(CLOCK_MONOTONIC); }
+static double now(void) { return bench_clock(CLOCK_MONOTONIC); }
 /* CPU seconds of this process: what one core spent, whatever else runs on
 ** the machine and however long fsync waits. */
-static double cpu_now(void) { return clock_s(CLOCK_PROCESS_CPUTIME_ID); }
-
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void die(const char *fmt, ...)
-{
-    va_list ap;
-    fputs("bench_pprof: ", stderr);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    exit(1);
-}
-
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (p == NULL)
-        die("out of memory (%zu bytes)", n);
-    return p;
-}
+static double cpu_now(void) { return bench_clock(CLOCK_PROCESS_CPUTIME_ID); }
 
 /* Reads PATH whole into the next slot of IN. */
 static void input_read(inputs *in, const char *path)
@@ -188,15 +160,6 @@ static void write_batch(ember_db *db, em_pset *sets, size_t n,
         die("commit: %s", ember_errmsg(db));
 }
 
-static int rm_one(const char *path, const struct stat *st, int flag,
-                  struct FTW *f)
-{
-    (void)st;
-    (void)flag;
-    (void)f;
-    return remove(path);
-}
-
 /* Phase import: decode and write in batches into a fresh DIR. Returns the
 ** wall seconds; *CPU gets the CPU seconds. */
 static double run_import(const inputs *in, const char *dir, uint64_t *samples,
@@ -208,7 +171,7 @@ static double run_import(const inputs *in, const char *dir, uint64_t *samples,
     ember_db *db = NULL;
     double t0, c0;
 
-    nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    rm_rf(dir);
     *samples = 0;
     t0 = now();
     c0 = cpu_now();
@@ -231,18 +194,6 @@ static double run_import(const inputs *in, const char *dir, uint64_t *samples,
     *cpu = cpu_now() - c0;
     free(sets);
     return t0;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 static void report(const char *phase, double secs, uint64_t bytes,
@@ -277,6 +228,8 @@ int main(int argc, char **argv)
     inputs in = { 0 };
     int runs = 5, i = 1;
 
+    bench_name = "bench_pprof";
+
     if (argc == 3 && strcmp(argv[1], "--seal") == 0)
         return seal(argv[2]);
     for (; i < argc && argv[i][0] == '-'; i++) {
@@ -302,7 +255,7 @@ int main(int argc, char **argv)
     report("decode", median(tdec, runs), bytes, samples);
     report("import", median(timp, runs), bytes, samples);
     report("import_cpu", median(cimp, runs), bytes, samples);
-    nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    rm_rf(dir);
     for (size_t k = 0; k < in.n; k++) {
         free(in.v[k].path);
         free(in.v[k].buf);

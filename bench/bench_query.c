@@ -45,7 +45,6 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -54,6 +53,7 @@
 
 #include "ember.h"
 #include "bench/gen.h"
+#include "bench/util.h"
 #include "engine/engine.h"
 #include "query/query.h"
 
@@ -75,93 +75,8 @@ typedef struct opts {
 
 /* ---- small helpers ---------------------------------------------------------- */
 
-static double clock_s(clockid_t id)
-{
-    struct timespec ts;
-    clock_gettime(id, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static double now(void) { return clock_s(CLOCK_MONOTONIC); }
-static double cpu_now(void) { return clock_s(CLOCK_THREAD_CPUTIME_ID); }
-
-static void vnote(const char *fmt, va_list ap)
-{
-    fputs("bench query: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-}
-
-static void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void note(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vnote(fmt, ap);
-    va_end(ap);
-}
-
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void die(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vnote(fmt, ap);
-    va_end(ap);
-    exit(1);
-}
-
-static void check(int rc, const char *what)
-{
-    if (rc != EMBER_OK)
-        die("%s: %s (%s)", what, ember_strerror(rc), ember_errmsg(NULL));
-}
-
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (p == NULL)
-        die("out of memory (%zu bytes)", n);
-    return p;
-}
-
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *f)
-{
-    (void)st;
-    (void)flag;
-    (void)f;
-    return remove(path);
-}
-
-static void rm_rf(const char *path)
-{
-    nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-static const char *human(double v, char *buf, size_t cap)
-{
-    if (v >= 1e9)
-        snprintf(buf, cap, "%.2fG", v / 1e9);
-    else if (v >= 1e6)
-        snprintf(buf, cap, "%.2fM", v / 1e6);
-    else if (v >= 1e3)
-        snprintf(buf, cap, "%.1fk", v / 1e3);
-    else
-        snprintf(buf, cap, "%.3g", v);
-    return buf;
-}
+static double now(void) { return bench_clock(CLOCK_MONOTONIC); }
+static double cpu_now(void) { return bench_clock(CLOCK_THREAD_CPUTIME_ID); }
 
 /* "12.3 ms", "850 us", "1.20 s" */
 static const char *ms_text(double s, char *buf, size_t cap)
@@ -292,10 +207,10 @@ static void build(gen *g, const char *path, const char *config, size_t batch,
     oo.map_size = 4ull << 30;
     if (ember_open(tmp, &oo, &db) != EMBER_OK)
         die("ember_open %s: %s", tmp, ember_errmsg(db));
-    check(gen_intern_stacks(g, db, 5000), "intern stacks");
+    ember_check(gen_intern_stacks(g, db, 5000), "intern stacks");
     gen_rewind(g);
     while ((n = next_batch(g, ps, buf, batch, 1024, &nsamp)) > 0) {
-        check(ember_append_batch(db, ps, n), "append");
+        ember_check(ember_append_batch(db, ps, n), "append");
         nprof += n;
         if (nsamp - last >= 20000000) {
             note("build: %llu profiles, %llu samples, %.0f s", (unsigned long long)nprof,
@@ -303,7 +218,7 @@ static void build(gen *g, const char *path, const char *config, size_t batch,
             last = nsamp;
         }
     }
-    check(ember_sync(db), "sync");
+    ember_check(ember_sync(db), "sync");
     ember_close(db);
     snprintf(info, cap, "%llu profiles, %llu samples, built in %.0f s, %.0f MB on disk",
              (unsigned long long)nprof, (unsigned long long)nsamp, now() - t0,
@@ -861,10 +776,10 @@ static uint64_t count_samples(ember_db *db, const bq *q)
     sel_of(q, &s);
     if (q->op == OP_FOCUS)
         s.focus = q->re;
-    check(ember_select(db, &s, &it), "select");
+    ember_check(ember_select(db, &s, &it), "select");
     while ((rc = ember_iter_next(it, &p)) == EMBER_OK)
         n++;
-    check(rc == EMBER_DONE ? EMBER_OK : rc, "select next");
+    ember_check(rc == EMBER_DONE ? EMBER_OK : rc, "select next");
     ember_iter_free(it);
     return n;
 }
@@ -1301,6 +1216,8 @@ int main(int argc, char **argv)
     char name[128], dayname[32];
     int64_t day;
     double t0 = now();
+
+    bench_name = "bench query";
 
     memset(&o, 0, sizeof o);
     parse(&o, argc, argv);
