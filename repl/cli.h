@@ -44,6 +44,9 @@ int em_cli_fail(int status, const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Prints the usage line of CMD to stderr and returns 2. */
 int em_cli_usage(const char *cmd);
+/* The DIR of a command that takes only -d DIR; NULL (after a message for
+** a stray argument) when the command line is anything else. */
+const char *em_cli_dir_arg(const char *cmd, int argc, char **argv);
 /* Splits "k=v" into a label (pointers into ARG, which it modifies). */
 int em_cli_label(char *arg, ember_label *out);
 /* Opens DIR for the command CMD (read-only when RDONLY); prints why not. */

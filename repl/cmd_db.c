@@ -2,34 +2,10 @@
 ** repl/cmd_db.c: `ember stats` and `ember verify`, the commands that look
 ** at a database as a whole.
 */
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "repl/cli.h"
-
-/* Both take only -d DIR. */
-static const char *dir_arg(const char *cmd, int argc, char **argv)
-{
-    static const struct option longs[] = {
-        { "dir", required_argument, NULL, 'd' },
-        { NULL, 0, NULL, 0 },
-    };
-    const char *dir = NULL;
-    int c;
-
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "d:", longs, NULL)) != -1) {
-        if (c != 'd')
-            return NULL;
-        dir = optarg;
-    }
-    if (optind != argc) {
-        em_cli_fail(2, cmd, "unexpected argument \"%s\"", argv[optind]);
-        return NULL;
-    }
-    return dir;
-}
 
 static double per(uint64_t a, uint64_t b)
 {
@@ -64,7 +40,7 @@ static void stats_print(const ember_stats *s)
 int em_cmd_stats(int argc, char **argv)
 {
     ember_stats s = { .sz = sizeof s };
-    const char *dir = dir_arg("stats", argc, argv);
+    const char *dir = em_cli_dir_arg("stats", argc, argv);
     ember_db *db = NULL;
     int rc;
 
@@ -89,7 +65,7 @@ static void print_problem(void *ctx, const char *problem)
 
 int em_cmd_verify(int argc, char **argv)
 {
-    const char *dir = dir_arg("verify", argc, argv);
+    const char *dir = em_cli_dir_arg("verify", argc, argv);
     ember_stats s = { .sz = sizeof s };
     ember_db *db = NULL;
     uint64_t n = 0;

@@ -16,7 +16,6 @@
 */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <histedit.h>
 #include <locale.h>
 #include <stdarg.h>
@@ -447,24 +446,6 @@ static void session_terminal(repl_session *s)
 
 /* ---- the command -------------------------------------------------------- */
 
-static const char *repl_args(int argc, char **argv)
-{
-    static const struct option longs[] = {
-        { "dir", required_argument, NULL, 'd' },
-        { NULL, 0, NULL, 0 },
-    };
-    const char *dir = NULL;
-    int c;
-
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "d:", longs, NULL)) != -1) {
-        if (c != 'd')
-            return NULL;
-        dir = optarg;
-    }
-    return optind == argc ? dir : NULL;
-}
-
 static void session_free(repl_session *s)
 {
     em_repl *r = &s->r;
@@ -483,7 +464,7 @@ static void session_free(repl_session *s)
 int em_cmd_repl(int argc, char **argv)
 {
     repl_session s;
-    const char *dir = repl_args(argc, argv);
+    const char *dir = em_cli_dir_arg("repl", argc, argv);
     int st = 0;
 
     if (dir == NULL)

@@ -3,6 +3,7 @@
 ** table is the one list of what ember can do: dispatch, `ember --help` and
 ** `ember help CMD` all read it, so a command cannot exist without its help.
 */
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -140,6 +141,28 @@ int em_cli_usage(const char *name)
     if (c != NULL)
         fprintf(stderr, "usage: ember %s %s\n", c->name, c->usage);
     return 2;
+}
+
+const char *em_cli_dir_arg(const char *cmd, int argc, char **argv)
+{
+    static const struct option longs[] = {
+        { "dir", required_argument, NULL, 'd' },
+        { NULL, 0, NULL, 0 },
+    };
+    const char *dir = NULL;
+    int c;
+
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "d:", longs, NULL)) != -1) {
+        if (c != 'd')
+            return NULL;
+        dir = optarg;
+    }
+    if (optind != argc) {
+        em_cli_fail(2, cmd, "unexpected argument \"%s\"", argv[optind]);
+        return NULL;
+    }
+    return dir;
 }
 
 int em_cli_label(char *arg, ember_label *out)
