@@ -16,6 +16,7 @@
 
 #include "engine/engine.h"
 #include "query/query.h"
+#include "common/testutil.h"
 
 /* ---- building profiles ---------------------------------------------------------- */
 
@@ -62,21 +63,8 @@ static void recursion_profile(em_rprofile *p)
 
 /* ---- rendering to strings ------------------------------------------------------- */
 
-typedef struct out {
-    char *text;
-    size_t len;
-    FILE *f;
-} out;
 
-static void out_open(out *o)
-{
-    o->text = NULL;
-    o->len = 0;
-    o->f = open_memstream(&o->text, &o->len);
-    assert_non_null(o->f);
-}
-
-static void out_check(out *o, const char *want)
+static void out_check(tu_out *o, const char *want)
 {
     assert_int_equal(fclose(o->f), 0);
     if (strcmp(o->text, want) != 0) {
@@ -89,18 +77,18 @@ static void out_check(out *o, const char *want)
 static void expect_top(const em_rprofile *p, const em_top_opts *opts,
                        const char *want)
 {
-    out o;
+    tu_out o;
 
-    out_open(&o);
+    tu_out_open(&o);
     assert_int_equal(em_render_top(o.f, p, opts), EMBER_OK);
     out_check(&o, want);
 }
 
 static void expect_collapsed(const em_rprofile *p, const char *want)
 {
-    out o;
+    tu_out o;
 
-    out_open(&o);
+    tu_out_open(&o);
     assert_int_equal(em_render_collapsed(o.f, p), EMBER_OK);
     out_check(&o, want);
 }
@@ -179,8 +167,8 @@ static void test_collapsed_merge_zero_negative(void **state)
     init(&p, NULL);
     add(&p, "a;b", 5);
     add(&p, "a;c", -3);
-    add(&p, "a;b", -5);         /* cancels the first: left out */
-    add(&p, "a;d", 0);          /* zero: left out */
+    add(&p, "a;b", -5);         /* cancels the first: left tu_out */
+    add(&p, "a;d", 0);          /* zero: left tu_out */
     add(&p, "a;c", 1);          /* same text as an earlier stack: summed */
     add(&p, "a;e", INT64_MAX);
     add(&p, "a;e", 1);          /* sums wrap as the engine's do */
@@ -533,8 +521,8 @@ static void fail_each_allocation(render_fn fn)
     recursion_profile(&p);
     add(&p, "main;foo;bar!", 3);
     for (uint64_t i = 1; rc == EMBER_ENOMEM && i < 1000; i++) {
-        out o;
-        out_open(&o);
+        tu_out o;
+        tu_out_open(&o);
         em_alloc_fail_at(i);
         rc = fn(o.f, &p);
         em_alloc_fail_at(0);

@@ -48,24 +48,6 @@
 
 /* ---- output capture and golden files ------------------------------------------ */
 
-typedef struct out {
-    char *text;
-    size_t len;
-    FILE *f;
-} out;
-
-static void out_open(out *o)
-{
-    o->text = NULL;
-    o->len = 0;
-    o->f = open_memstream(&o->text, &o->len);
-    assert_non_null(o->f);
-}
-
-static void out_close(out *o)
-{
-    assert_int_equal(fclose(o->f), 0);
-}
 
 static bool update_golden(void)
 {
@@ -412,12 +394,12 @@ static ember_result two(fix *f, em_pgroup g[2])
 static void expect_golden(const char *name, const ember_result *r,
                           const char *format, const em_render_opts *o)
 {
-    out c;
+    tu_out c;
     int rc;
 
-    out_open(&c);
+    tu_out_open(&c);
     rc = em_render_result(c.f, r, format, o);
-    out_close(&c);
+    tu_out_close(&c);
     if (rc != EMBER_OK)
         fail_msg("%s: rc %d: %s", name, rc, em_errmsg());
     if (strcmp(format, "json") == 0)
@@ -489,16 +471,16 @@ static void test_diff_collapsed_matches_merges(void **state)
 {
     fix *f = *state;
     int64_t want_b = 0, want_t = 0, got_b = 0, got_t = 0;
-    out c;
+    tu_out c;
 
     for (size_t i = 0; i < f->diff.nstacks; i++) {
         want_b += f->diff.stacks[i].base;
         want_t += f->diff.stacks[i].value;
     }
     assert_true(want_b > 0 && want_t > 0 && want_b != want_t);
-    out_open(&c);
+    tu_out_open(&c);
     assert_int_equal(em_render_collapsed(c.f, &f->diff), EMBER_OK);
-    out_close(&c);
+    tu_out_close(&c);
     for (char *line = strtok(c.text, "\n"); line != NULL;
          line = strtok(NULL, "\n")) {
         char *t = strrchr(line, ' '), *b;
@@ -520,18 +502,18 @@ static void test_groups(void **state)
     em_pgroup g[2];
     ember_result r = two(f, g);
     em_render_opts o = { .sz = sizeof o, .db = f->db, .limit = 5 };
-    out c;
+    tu_out c;
 
     expect_golden("groups_top", &r, "top", &o);
     expect_golden("groups_tree", &r, "tree", &o);
     expect_golden("groups_flame", &r, "flame", NULL);
     expect_golden("groups_collapsed", &r, "collapsed", NULL);
     expect_golden("groups_json", &r, "json", NULL);
-    out_open(&c);
+    tu_out_open(&c);
     assert_int_equal(em_render_result(c.f, &r, "pprof", &o), EMBER_EINVAL);
     assert_non_null(strstr(em_errmsg(), "2 groups"));
     assert_int_equal(em_render_result(c.f, &r, "svg", &o), EMBER_EINVAL);
-    out_close(&c);
+    tu_out_close(&c);
     assert_int_equal(c.len, 0);
     free(c.text);
 }
@@ -544,11 +526,11 @@ static void test_pprof(void **state)
     em_render_opts o = { .sz = sizeof o, .db = f->db, .max_lines = 1 };
     void *plain = NULL;
     size_t plain_len = 0;
-    out c;
+    tu_out c;
 
-    out_open(&c);
+    tu_out_open(&c);
     assert_int_equal(em_render_result(c.f, &r, "pprof", &o), EMBER_OK);
-    out_close(&c);
+    tu_out_close(&c);
     /* binary: never cut by max_lines */
     assert_true(c.len > 100);
     assert_true(em_is_gzip(c.text, c.len));
@@ -559,7 +541,7 @@ static void test_pprof(void **state)
     free(c.text);
     /* no database or no stack ids: a clear error, nothing written */
     o.db = NULL;
-    out_open(&c);
+    tu_out_open(&c);
     assert_int_equal(em_render_result(c.f, &r, "pprof", &o), EMBER_EINVAL);
     g.merged = NULL;
     o.db = f->db;
@@ -567,7 +549,7 @@ static void test_pprof(void **state)
     r.ngroups = 0;
     assert_int_equal(em_render_result(c.f, &r, "pprof", &o),
                      EMBER_ENOTFOUND);
-    out_close(&c);
+    tu_out_close(&c);
     assert_int_equal(c.len, 0);
     free(c.text);
 }
@@ -580,15 +562,15 @@ static void test_empty_results(void **state)
                        .unit = (char *)"nanoseconds" };
     static const char *const fmts[] = { "top", "tree", "flame", "collapsed",
                                         "json" };
-    out c;
+    tu_out c;
 
-    out_open(&c);
+    tu_out_open(&c);
     for (size_t i = 0; i < EM_ARRAY_LEN(fmts); i++)
         assert_int_equal(em_render_result(c.f, &r, fmts[i], NULL), EMBER_OK);
     r.kind = EMBER_RESULT_DIFF;
     for (size_t i = 0; i < EM_ARRAY_LEN(fmts); i++)
         assert_int_equal(em_render_result(c.f, &r, fmts[i], NULL), EMBER_OK);
-    out_close(&c);
+    tu_out_close(&c);
     golden_check("empty_profiles", c.text, c.len);
     free(c.text);
 }
@@ -713,13 +695,13 @@ static void test_empty_series(void **state)
     ember_result r = { .kind = EMBER_RESULT_SERIES,
                        .unit = (char *)"count" };
     static const char *const fmts[] = { "table", "csv", "json", "spark" };
-    out c;
+    tu_out c;
     (void)state;
 
-    out_open(&c);
+    tu_out_open(&c);
     for (size_t i = 0; i < EM_ARRAY_LEN(fmts); i++)
         assert_int_equal(em_render_result(c.f, &r, fmts[i], NULL), EMBER_OK);
-    out_close(&c);
+    tu_out_close(&c);
     golden_check("empty_series", c.text, c.len);
     free(c.text);
 }
@@ -729,7 +711,7 @@ static void test_empty_series(void **state)
 static void test_dispatch(void **state)
 {
     ember_result r = { .kind = EMBER_RESULT_SERIES };
-    out c;
+    tu_out c;
     (void)state;
 
     assert_string_equal(em_render_default(EMBER_RESULT_PROFILE), "top");
@@ -748,7 +730,7 @@ static void test_dispatch(void **state)
     assert_true(em_render_binary("pprof"));
     assert_false(em_render_binary("svg"));
     assert_false(em_render_binary("nope"));
-    out_open(&c);
+    tu_out_open(&c);
     assert_int_equal(em_render_result(c.f, &r, "top", NULL), EMBER_EINVAL);
     assert_string_equal(em_errmsg(), "-o top does not render a series "
                         "result: expected json, table, csv or spark");
@@ -764,7 +746,7 @@ static void test_dispatch(void **state)
                         "json or svg");
     r.kind = 0;
     assert_int_equal(em_render_result(c.f, &r, "json", NULL), EMBER_EINVAL);
-    out_close(&c);
+    tu_out_close(&c);
     assert_int_equal(c.len, 0);
     free(c.text);
 }
@@ -776,19 +758,19 @@ static void test_max_lines(void **state)
     em_pgroup g;
     ember_result r = one(&f->cpu, f->cpu_type, NULL, &g);
     em_render_opts o = { .sz = sizeof o, .max_lines = 6 };
-    out all, cut;
+    tu_out all, cut;
     size_t lines = 0;
 
     expect_golden("cut_top", &r, "top", &o);
-    out_open(&all);
+    tu_out_open(&all);
     assert_int_equal(em_render_result(all.f, &r, "collapsed", NULL), 0);
-    out_close(&all);
+    tu_out_close(&all);
     for (size_t i = 0; i < all.len; i++)
         lines += all.text[i] == '\n';
-    out_open(&cut);
+    tu_out_open(&cut);
     o.max_lines = 3;
     assert_int_equal(em_render_result(cut.f, &r, "collapsed", &o), 0);
-    out_close(&cut);
+    tu_out_close(&cut);
     {
         const char *p = all.text;
         char note[128];
@@ -803,9 +785,9 @@ static void test_max_lines(void **state)
     free(cut.text);
     /* exactly max_lines lines: no note */
     o.max_lines = lines;
-    out_open(&cut);
+    tu_out_open(&cut);
     assert_int_equal(em_render_result(cut.f, &r, "collapsed", &o), 0);
-    out_close(&cut);
+    tu_out_close(&cut);
     assert_null(strstr(cut.text, "more rows"));
     free(cut.text);
 }
@@ -818,7 +800,7 @@ static void test_top_unchanged(void **state)
     uint32_t main_id, a, b, c;
     em_pgroup g;
     ember_result r;
-    out o;
+    tu_out o;
     (void)state;
 
     assert_int_equal(em_rprofile_init(&p, "process_cpu:samples:count:cpu:"
@@ -838,9 +820,9 @@ static void test_top_unchanged(void **state)
     fr[1] = (em_rframe){ main_id, 0 };
     assert_int_equal(em_rprofile_add(&p, fr, 2, 5), EMBER_OK);
     r = one(&p, NULL, NULL, &g);
-    out_open(&o);
+    tu_out_open(&o);
     assert_int_equal(em_render_result(o.f, &r, "top", NULL), EMBER_OK);
-    out_close(&o);
+    tu_out_close(&o);
     assert_string_equal(o.text,
         "Type: samples\n"
         "Showing nodes accounting for 20, 100% of 20 total\n"
@@ -888,13 +870,13 @@ static void test_out_of_memory(void **state)
                               f->cpu_type, NULL, &g);
         int rc = EMBER_ENOMEM;
         for (uint64_t i = 1; rc == EMBER_ENOMEM && i < 10000; i++) {
-            out c;
-            out_open(&c);
+            tu_out c;
+            tu_out_open(&c);
             em_alloc_fail_at(i);
             rc = em_render_result(c.f, cases[k].series ? &sr : &pr,
                                   cases[k].format, &cases[k].o);
             em_alloc_fail_at(0);
-            out_close(&c);
+            tu_out_close(&c);
             free(c.text);
             if (rc != EMBER_OK && rc != EMBER_ENOMEM)
                 fail_msg("%s: rc %d", cases[k].format, rc);

@@ -148,3 +148,16 @@ void tu_pset_dump_profiles(FILE *f, const em_pset *s)
                 (long long)p->duration_ns, (long long)p->period);
     }
 }
+
+void tu_out_open(tu_out *o)
+{
+    o->text = NULL;
+    o->len = 0;
+    o->f = open_memstream(&o->text, &o->len);
+    assert_non_null(o->f);
+}
+
+void tu_out_close(tu_out *o)
+{
+    assert_int_equal(fclose(o->f), 0);
+}

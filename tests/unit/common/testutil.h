@@ -42,4 +42,15 @@ char *tu_read_file(const char *path, size_t *len);
 /* Writes one line per profile of S: "P<i> TYPE {k=v,...} t=T d=D p=P". */
 void tu_pset_dump_profiles(FILE *f, const em_pset *s);
 
+/* Output captured in memory (open_memstream): render into o->f, then
+** tu_out_close and read o->text (free it). */
+typedef struct tu_out {
+    char *text;
+    size_t len;
+    FILE *f;
+} tu_out;
+
+void tu_out_open(tu_out *o);
+void tu_out_close(tu_out *o);
+
 #endif
