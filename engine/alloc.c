@@ -76,3 +76,20 @@ char *em_strdup(const char *s)
 {
     return em_strndup(s, strlen(s));
 }
+
+void *em_grow(void *p, size_t *cap, size_t need, size_t size)
+{
+    size_t c = *cap != 0 ? *cap : 16;
+    void *q;
+
+    if (need <= *cap)
+        return p;
+    while (c < need) {
+        if (c > SIZE_MAX / 2 / size)
+            return NULL;
+        c *= 2;
+    }
+    if ((q = em_realloc(p, c * size)) != NULL)
+        *cap = c;
+    return q;
+}

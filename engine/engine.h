@@ -30,6 +30,11 @@ void *em_realloc(void *p, size_t n);
 void em_free(void *p);
 char *em_strdup(const char *s);
 char *em_strndup(const char *s, size_t n);
+/* P (an array of *CAP elements of SIZE bytes) grown by doubling, from 16,
+** to hold NEED elements; P itself when it already does. NULL when out of
+** memory or past SIZE_MAX, with P and *CAP untouched; the caller says what
+** failed. */
+void *em_grow(void *p, size_t *cap, size_t need, size_t size);
 
 /* Test hook: the Nth allocation from now (1 = the next) fails, and every one
 ** after it until the hook is reset with 0. Counts across all threads. */

@@ -223,26 +223,9 @@ static int nomem(const char *pat, size_t len)
                   (size_t)show < len ? "..." : "");
 }
 
-/* Grows ARR of *CAP elements of ELEM bytes to hold NEED; NULL when out of
-** memory (ARR and *CAP then unchanged). */
-static void *grow(void *arr, size_t *cap, size_t need, size_t elem)
-{
-    size_t ncap = *cap ? *cap : 16;
-    void *q;
-
-    if (need <= *cap)
-        return arr;
-    while (ncap < need)
-        ncap *= 2;
-    q = em_realloc(arr, ncap * elem);
-    if (q != NULL)
-        *cap = ncap;
-    return q;
-}
-
 static int node_new(rparser *p, uint8_t type, int32_t *out)
 {
-    rnode *q = grow(p->node, &p->cnode, p->nnode + 1, sizeof *q);
+    rnode *q = em_grow(p->node, &p->cnode, p->nnode + 1, sizeof *q);
 
     if (q == NULL)
         return nomem(p->pat, p->len);
@@ -321,7 +304,7 @@ static int class_new(rparser *p, uint32_t *out)
     ** pattern byte, so this only guards the invariant. */
     if (p->ncls >= UINT16_MAX)
         return perr(p, EMBER_ELIMIT, p->pos, "too many classes");
-    q = grow(p->cls, &p->ccls, p->ncls + 1, sizeof *q);
+    q = em_grow(p->cls, &p->ccls, p->ncls + 1, sizeof *q);
     if (q == NULL)
         return nomem(p->pat, p->len);
     p->cls = q;
@@ -340,7 +323,7 @@ static int class_add(rparser *p, uint32_t ci, uint32_t lo, uint32_t hi)
         bit_set(p->cls[ci].bits, lo);
     if (lo > hi)
         return EMBER_OK;
-    q = grow(p->rng, &p->crng, p->nrng + 1, sizeof *q);
+    q = em_grow(p->rng, &p->crng, p->nrng + 1, sizeof *q);
     if (q == NULL)
         return nomem(p->pat, p->len);
     p->rng = q;
@@ -426,7 +409,7 @@ static int class_finish(rparser *p, uint32_t ci, bool neg)
     n = class_merge(p, ci);
     p->nrng = c->first + n;
     if (neg) {
-        void *q = grow(p->rng, &p->crng, p->nrng + 1, sizeof *p->rng);
+        void *q = em_grow(p->rng, &p->crng, p->nrng + 1, sizeof *p->rng);
         if (q == NULL)
             return nomem(p->pat, p->len);
         p->rng = q;

@@ -12,25 +12,17 @@
 #include "engine/engine.h"
 #include "ingest/ingest_int.h"
 
-#define ARRAY_INITIAL 64            /* first allocation of each array */
 #define FOLD_MAX_ENTRIES ((size_t)UINT32_MAX - 1)
 
-/* Returns P grown (by doubling from *CAP) to hold NEED entries of SIZE
-** bytes, updating *CAP, or NULL with the message set and P still valid. */
+/* P grown to hold NEED entries of SIZE bytes (em_grow), or NULL with the
+** message set and P still valid. */
 static void *grow(void *p, size_t *cap, size_t need, size_t size)
 {
-    size_t ncap = *cap != 0 ? *cap : ARRAY_INITIAL;
-    void *np;
+    void *np = em_grow(p, cap, need, size);
 
-    while (ncap < need && ncap <= SIZE_MAX / 2 / size)
-        ncap *= 2;
-    np = ncap >= need ? em_realloc(p, ncap * size) : NULL;
-    if (np == NULL) {
+    if (np == NULL)
         em_err(EMBER_ENOMEM, "out of memory folding stacks (%zu entries)",
-               ncap);
-        return NULL;
-    }
-    *cap = ncap;
+               need);
     return np;
 }
 

@@ -77,26 +77,6 @@ typedef struct pp_enc {
     size_t nids, cap_ids;
 } pp_enc;
 
-/* A's storage grown (doubling) to hold NEED elements of SIZE bytes, or NULL
-** with A untouched. *CAP is updated only on success. */
-static void *pp_grow(void *a, size_t *cap, size_t need, size_t size)
-{
-    size_t c = *cap == 0 ? 64 : *cap;
-    void *g;
-
-    if (need <= *cap)
-        return a;
-    while (c < need) {
-        if (c > SIZE_MAX / 2 / size)
-            return NULL;
-        c *= 2;
-    }
-    g = em_realloc(a, c * size);
-    if (g != NULL)
-        *cap = c;
-    return g;
-}
-
 static int pp_nomem(const char *what, size_t n)
 {
     return em_err(EMBER_ENOMEM, "pprof: %zu %s", n, what);
@@ -147,7 +127,7 @@ static int pp_function(pp_enc *e, uint32_t fid, uint64_t *out)
     }
     if ((rc = ember_snapshot_function(e->snap, fid, &f)) != EMBER_OK)
         return em_err_prefix(rc, "function %u", fid);
-    g = pp_grow(e->fns, &e->cap_fns, e->nfns + 1, sizeof *g);
+    g = em_grow(e->fns, &e->cap_fns, e->nfns + 1, sizeof *g);
     if (g == NULL)
         return pp_nomem("functions", e->nfns + 1);
     e->fns = g;
@@ -182,7 +162,7 @@ static int pp_mapping(pp_enc *e, uint32_t mid, uint32_t *idx1)
         return em_err_prefix(rc, "mapping %u", mid);
     if (e->nmaps >= UINT32_MAX - 1)
         return em_err(EMBER_ELIMIT, "pprof: too many mappings");
-    g = pp_grow(e->maps, &e->cap_maps, e->nmaps + 1, sizeof *g);
+    g = em_grow(e->maps, &e->cap_maps, e->nmaps + 1, sizeof *g);
     if (g == NULL)
         return pp_nomem("mappings", e->nmaps + 1);
     e->maps = g;
@@ -221,7 +201,7 @@ static int pp_location_add(pp_enc *e, uint32_t lid, const ember_location *loc)
 
     if (rc != EMBER_OK)
         return rc;
-    ln = pp_grow(e->lines, &e->cap_lines, e->nlines + loc->nlines, sizeof *ln);
+    ln = em_grow(e->lines, &e->cap_lines, e->nlines + loc->nlines, sizeof *ln);
     if (ln == NULL)
         return pp_nomem("lines", e->nlines + loc->nlines);
     e->lines = ln;
@@ -232,7 +212,7 @@ static int pp_location_add(pp_enc *e, uint32_t lid, const ember_location *loc)
             return rc;
     }
     e->nlines += loc->nlines;
-    g = pp_grow(e->locs, &e->cap_locs, e->nlocs + 1, sizeof *g);
+    g = em_grow(e->locs, &e->cap_locs, e->nlocs + 1, sizeof *g);
     if (g == NULL)
         return pp_nomem("locations", e->nlocs + 1);
     e->locs = g;
@@ -272,14 +252,14 @@ static int pp_stack(pp_enc *e, uint32_t sid, int64_t value)
 
     if (rc != EMBER_OK)
         return em_err_prefix(rc, "pprof: stack %u", sid);
-    ids = pp_grow(e->ids, &e->cap_ids, e->nids + n, sizeof *ids);
+    ids = em_grow(e->ids, &e->cap_ids, e->nids + n, sizeof *ids);
     if (ids == NULL)
         return pp_nomem("location ids", e->nids + n);
     e->ids = ids;
     for (size_t i = 0; i < n; i++)
         if ((rc = pp_location(e, locs[i], &ids[e->nids + i])) != EMBER_OK)
             return em_err_prefix(rc, "pprof: stack %u", sid);
-    s = pp_grow(e->samples, &e->cap_samples, e->nsamples + 1, sizeof *s);
+    s = em_grow(e->samples, &e->cap_samples, e->nsamples + 1, sizeof *s);
     if (s == NULL)
         return pp_nomem("samples", e->nsamples + 1);
     e->samples = s;

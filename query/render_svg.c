@@ -53,11 +53,11 @@ typedef struct svg_frame {
 } svg_frame;
 
 /* A frame waiting to be placed: the stacks through it are order[a..b). */
-typedef struct svg_todo {
+typedef struct svg_pending {
     size_t a, b;
     uint64_t off;               /* value offset from the root's left edge */
     svg_frame fr;               /* all but x and w */
-} svg_todo;
+} svg_pending;
 
 typedef struct svg {
     const em_rprofile *p;
@@ -68,8 +68,8 @@ typedef struct svg {
     size_t *seq_off;            /* stack index -> its ranks in seq */
     uint32_t *order;            /* kept stacks (non-zero), sorted by path */
     size_t norder;
-    svg_todo *todo;             /* frames waiting to be placed (a stack) */
-    size_t ntodo, cap_todo;
+    svg_pending *pending;       /* frames waiting to be placed (a stack) */
+    size_t npending, cap_pending;
     svg_frame *frames;          /* what is drawn, preorder */
     size_t nframes, cap_frames;
     uint64_t total;             /* the root's width */
@@ -304,15 +304,11 @@ static int64_t to_milli(uint64_t off, uint64_t total)
 /* Grows *ARR of *CAP elements of SIZE bytes to hold one more than N. */
 static int grow(void **arr, size_t *cap, size_t n, size_t size)
 {
-    size_t c = *cap == 0 ? 256 : *cap * 2;
-    void *a;
+    void *a = em_grow(*arr, cap, n + 1, size);
 
-    if (n < *cap)
-        return EMBER_OK;
-    if (c > SIZE_MAX / 2 / size || (a = em_realloc(*arr, c * size)) == NULL)
-        return em_err(EMBER_ENOMEM, "svg: %zu frames", c);
+    if (a == NULL)
+        return em_err(EMBER_ENOMEM, "svg: %zu frames", n + 1);
     *arr = a;
-    *cap = c;
     return EMBER_OK;
 }
 
@@ -329,11 +325,11 @@ static void frame_add(const svg *s, svg_frame *fr, const em_rstack *st)
 ** they pop left to right. The stacks that end at T come first in its run
 ** (a path sorts before its extensions) and are skipped: T's self value is
 ** the gap to the right of its children. */
-static int push_children(svg *s, const svg_todo *t)
+static int push_children(svg *s, const svg_pending *t)
 {
     const em_rstack *stacks = s->p->stacks;
     uint32_t d = t->fr.depth;
-    size_t i = t->a, first = s->ntodo;
+    size_t i = t->a, first = s->npending;
     uint64_t off = t->off;
     int rc;
 
@@ -341,7 +337,7 @@ static int push_children(svg *s, const svg_todo *t)
         i++;
     while (i < t->b) {
         uint32_t r = s->seq[s->seq_off[s->order[i]] + d];
-        svg_todo c = { .a = i, .off = off,
+        svg_pending c = { .a = i, .off = off,
                        .fr = { .fn = s->byrank[r], .depth = d + 1 } };
         for (; i < t->b && s->seq[s->seq_off[s->order[i]] + d] == r; i++)
             frame_add(s, &c.fr, &stacks[s->order[i]]);
@@ -349,15 +345,15 @@ static int push_children(svg *s, const svg_todo *t)
         off = sat_add(off, c.fr.width);
         if ((double)c.fr.width < MIN_SHARE * (double)s->total)
             continue;
-        if ((rc = grow((void **)&s->todo, &s->cap_todo, s->ntodo,
-                       sizeof *s->todo)) != EMBER_OK)
+        if ((rc = grow((void **)&s->pending, &s->cap_pending, s->npending,
+                       sizeof *s->pending)) != EMBER_OK)
             return rc;
-        s->todo[s->ntodo++] = c;
+        s->pending[s->npending++] = c;
     }
-    for (size_t a = first, b = s->ntodo; a + 1 < b; a++, b--) {
-        svg_todo tmp = s->todo[a];
-        s->todo[a] = s->todo[b - 1];
-        s->todo[b - 1] = tmp;
+    for (size_t a = first, b = s->npending; a + 1 < b; a++, b--) {
+        svg_pending tmp = s->pending[a];
+        s->pending[a] = s->pending[b - 1];
+        s->pending[b - 1] = tmp;
     }
     return EMBER_OK;
 }
@@ -365,16 +361,16 @@ static int push_children(svg *s, const svg_todo *t)
 /* Places every frame wide enough to draw, depth first, into s->frames. */
 static int layout(svg *s)
 {
-    svg_todo root = { .a = 0, .b = s->norder, .fr = { .fn = NO_FN } };
-    int rc = grow((void **)&s->todo, &s->cap_todo, 0, sizeof *s->todo);
+    svg_pending root = { .a = 0, .b = s->norder, .fr = { .fn = NO_FN } };
+    int rc = grow((void **)&s->pending, &s->cap_pending, 0, sizeof *s->pending);
 
     if (rc != EMBER_OK || s->total == 0)
         return rc;
     for (size_t i = 0; i < s->norder; i++)
         frame_add(s, &root.fr, &s->p->stacks[s->order[i]]);
-    s->todo[s->ntodo++] = root;
-    while (rc == EMBER_OK && s->ntodo > 0) {
-        svg_todo t = s->todo[--s->ntodo];
+    s->pending[s->npending++] = root;
+    while (rc == EMBER_OK && s->npending > 0) {
+        svg_pending t = s->pending[--s->npending];
         t.fr.x = to_milli(t.off, s->total);
         t.fr.w = to_milli(sat_add(t.off, t.fr.width), s->total) - t.fr.x;
         rc = grow((void **)&s->frames, &s->cap_frames, s->nframes,
@@ -699,7 +695,7 @@ int em_render_svg(FILE *f, const em_rprofile *p, const em_render_opts *o)
     em_free(s.seq);
     em_free(s.seq_off);
     em_free(s.order);
-    em_free(s.todo);
+    em_free(s.pending);
     em_free(s.frames);
     return rc;
 }
