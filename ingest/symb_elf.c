@@ -38,6 +38,8 @@
 #define IDENTITY_CHUNK 4096u
 
 static void cus_free(struct em_symb_cus *c);
+static void syms_free(struct em_symb_syms *t);
+static void subs_free(struct em_symb_subs *t);
 
 /* ---- identity ------------------------------------------------------------ */
 
@@ -265,6 +267,8 @@ void em_symb_file_close(em_symb_file *f)
     if (f == NULL)
         return;
     cus_free(f->cus);
+    syms_free(f->syms);
+    subs_free(f->subs);
     if (f->dwfl != NULL)
         dwfl_end(f->dwfl);
     if (f->fd >= 0)
@@ -513,6 +517,126 @@ static int cus_find(em_symb_file *f, Dwarf_Addr addr, Dwarf_Die *die,
     return EMBER_OK;
 }
 
+/* ---- function symbols by address ------------------------------------------
+** dwfl_module_addrname walks the whole symbol table for every address
+** (libdw 0.188), which costs milliseconds per new address in a large
+** binary; the agent asks for thousands. The function symbols are read
+** once into a table sorted by address and searched by bisection. */
+
+typedef struct sym_ent {
+    GElf_Addr lo;
+    GElf_Xword size;            /* 0: up to the next symbol */
+    const char *name;           /* libdw's, alive as long as F's Dwfl */
+    int rank;                   /* which wins at one address: bigger */
+} sym_ent;
+
+struct em_symb_syms {
+    sym_ent *s;
+    size_t n;
+};
+
+static int cmp_sym(const void *a, const void *b)
+{
+    const sym_ent *x = a, *y = b;
+
+    if (x->lo != y->lo)
+        return x->lo < y->lo ? -1 : 1;
+    return (x->rank < y->rank) - (x->rank > y->rank);   /* best first */
+}
+
+/* A sized global beats a sized weak beats a sized local beats a sizeless
+** one, as libdw prefers; -1: not a code symbol. */
+static int sym_rank(const GElf_Sym *sym, GElf_Word shndx)
+{
+    int type = GELF_ST_TYPE(sym->st_info), bind = GELF_ST_BIND(sym->st_info);
+
+    if (shndx == SHN_UNDEF || shndx == (GElf_Word)-1 || sym->st_name == 0 ||
+        (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_NOTYPE))
+        return -1;
+    return (sym->st_size > 0 ? 4 : 0) +
+           (bind == STB_GLOBAL ? 2 : bind == STB_WEAK ? 1 : 0);
+}
+
+static void syms_free(struct em_symb_syms *t)
+{
+    if (t != NULL)
+        em_free(t->s);
+    em_free(t);
+}
+
+/* Reads F's code symbols, sorted by address, one per address. */
+static int syms_build(em_symb_file *f)
+{
+    struct em_symb_syms *t = em_calloc(1, sizeof *t);
+    int total = dwfl_module_getsymtab(f->mod);
+    size_t n = 0;
+
+    if (t == NULL)
+        return em_err(EMBER_ENOMEM, "symbolize: out of memory for symbols");
+    if (total > 0 &&
+        (t->s = em_malloc((size_t)total * sizeof *t->s)) == NULL) {
+        em_free(t);
+        return em_err(EMBER_ENOMEM, "symbolize: out of memory for %d "
+                      "symbols of %s", total, f->path);
+    }
+    for (int i = 1; i < total; i++) {       /* entry 0 is the null symbol */
+        GElf_Sym sym;
+        GElf_Addr addr;
+        GElf_Word shndx;
+        const char *name = dwfl_module_getsym_info(f->mod, i, &sym, &addr,
+                                                   &shndx, NULL, NULL);
+        int rank = name != NULL && *name != '\0' ? sym_rank(&sym, shndx) : -1;
+        if (rank >= 0)
+            t->s[n++] = (sym_ent){ addr, sym.st_size, name, rank };
+    }
+    if (n > 1) {
+        size_t k = 0;
+        qsort(t->s, n, sizeof *t->s, cmp_sym);
+        for (size_t i = 0; i < n; i++)      /* the best one per address */
+            if (k == 0 || t->s[k - 1].lo != t->s[i].lo)
+                t->s[k++] = t->s[i];
+        n = k;
+    }
+    t->n = n;
+    f->syms = t;
+    return EMBER_OK;
+}
+
+/* A sized symbol that holds ADDR (looking a few back, for nested ones),
+** else the nearest symbol below it when that one has no size, as libdw
+** does. */
+int em_symb_file_symbol(em_symb_file *f, uint64_t addr, const char **name)
+{
+    const struct em_symb_syms *t;
+    size_t lo = 0, hi;
+    int rc;
+
+    *name = NULL;
+    if (!dwfl_start(f))
+        return EMBER_OK;
+    if (f->syms == NULL && (rc = syms_build(f)) != EMBER_OK)
+        return rc;
+    t = f->syms;
+    hi = t->n;
+    while (lo < hi) {           /* the first symbol starting above ADDR */
+        size_t mid = lo + (hi - lo) / 2;
+        if (t->s[mid].lo <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t i = lo, k = 0; i > 0 && k < 8; i--, k++) {
+        const sym_ent *e = &t->s[i - 1];
+        if (e->size > 0 && addr - e->lo < e->size) {
+            *name = e->name;
+            return EMBER_OK;
+        }
+    }
+    if (lo > 0 && t->s[lo - 1].size == 0)
+        *name = t->s[lo - 1].name;
+    return EMBER_OK;
+}
+
 /* Frames being collected, their strings still libdw's. */
 typedef struct frames {
     em_symb_frame f[EM_SYMB_MAX_INLINE];
@@ -594,6 +718,222 @@ static void dwarf_frames(Dwarf_Die *cudie, Dwarf_Addr pc, const char *file,
     free(scopes);               /* libdw's malloc */
 }
 
+/* ---- subprograms by address, per CU ---------------------------------------
+** dwarf_getscopes walks a CU's DIE tree from its root for each address,
+** and Go puts a whole package in one CU: ~0.7 ms per address in a Go
+** binary. The subprograms of a CU are read once, at its first address,
+** into a table sorted by address; an address then walks only its
+** subprogram's own subtree (sub_chain). */
+
+typedef struct sub_range {
+    Dwarf_Addr lo, hi;          /* [lo, hi) in DWARF addresses */
+    Dwarf_Die die;
+} sub_range;
+
+typedef struct cu_subs {
+    Dwarf_Off cu;               /* the CU DIE's offset: the key */
+    sub_range *r;
+    size_t n, cap;
+} cu_subs;
+
+struct em_symb_subs {
+    cu_subs *cus;               /* sorted by cu */
+    size_t n, cap;
+};
+
+/* By address; at one address the first in DIE order last, since
+** sub_find looks backwards and aliases (asm's) should give the name
+** dwarf_getscopes would. */
+static int cmp_sub(const void *a, const void *b)
+{
+    const sub_range *x = a, *y = b;
+    Dwarf_Off ox, oy;
+
+    if (x->lo != y->lo)
+        return x->lo < y->lo ? -1 : 1;
+    ox = dwarf_dieoffset((Dwarf_Die *)&x->die);
+    oy = dwarf_dieoffset((Dwarf_Die *)&y->die);
+    return (ox < oy) - (ox > oy);
+}
+
+static int sub_add(cu_subs *c, Dwarf_Addr lo, Dwarf_Addr hi,
+                   const Dwarf_Die *die)
+{
+    sub_range *r = em_grow(c->r, &c->cap, c->n + 1, sizeof *c->r);
+
+    if (r == NULL)
+        return em_err(EMBER_ENOMEM, "symbolize: out of memory for %zu "
+                      "subprogram ranges", c->n + 1);
+    c->r = r;
+    c->r[c->n++] = (sub_range){ lo, hi, *die };
+    return EMBER_OK;
+}
+
+/* Adds the subprograms under PARENT with code, looking into the scopes
+** that hold definitions (namespaces, classes, modules) but not into
+** subprograms: nested ones are found from their parent by sub_chain. */
+static int subs_scan(cu_subs *c, Dwarf_Die *parent, int depth)
+{
+    Dwarf_Die d;
+    int rc = EMBER_OK, more;
+
+    if (depth > 16 || dwarf_child(parent, &d) != 0)
+        return EMBER_OK;
+    for (more = 0; more == 0 && rc == EMBER_OK;
+         more = dwarf_siblingof(&d, &d)) {
+        int tag = dwarf_tag(&d);
+        if (tag == DW_TAG_subprogram || tag == DW_TAG_entry_point) {
+            Dwarf_Addr base, lo, hi;
+            ptrdiff_t off = 0;
+            while (rc == EMBER_OK &&
+                   (off = dwarf_ranges(&d, off, &base, &lo, &hi)) > 0)
+                if (hi > lo)
+                    rc = sub_add(c, lo, hi, &d);
+        } else if (tag == DW_TAG_namespace || tag == DW_TAG_module ||
+                   tag == DW_TAG_class_type ||
+                   tag == DW_TAG_structure_type ||
+                   tag == DW_TAG_union_type) {
+            rc = subs_scan(c, &d, depth + 1);
+        }
+    }
+    return rc;
+}
+
+static void subs_free(struct em_symb_subs *t)
+{
+    if (t == NULL)
+        return;
+    for (size_t i = 0; i < t->n; i++)
+        em_free(t->cus[i].r);
+    em_free(t->cus);
+    em_free(t);
+}
+
+/* The subprogram table of CUDIE in F, read at its first use. */
+static int subs_of(em_symb_file *f, Dwarf_Die *cudie, cu_subs **out)
+{
+    struct em_symb_subs *t = f->subs;
+    Dwarf_Off key = dwarf_dieoffset(cudie);
+    size_t lo = 0, hi;
+    cu_subs c = { .cu = key }, *cus;
+    int rc;
+
+    if (t == NULL &&
+        (t = f->subs = em_calloc(1, sizeof *t)) == NULL)
+        return em_err(EMBER_ENOMEM, "symbolize: out of memory for "
+                      "subprograms");
+    hi = t->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (t->cus[mid].cu < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < t->n && t->cus[lo].cu == key) {
+        *out = &t->cus[lo];
+        return EMBER_OK;
+    }
+    if ((rc = subs_scan(&c, cudie, 0)) != EMBER_OK) {
+        em_free(c.r);
+        return rc;
+    }
+    if ((cus = em_grow(t->cus, &t->cap, t->n + 1, sizeof *t->cus)) == NULL) {
+        em_free(c.r);
+        return em_err(EMBER_ENOMEM, "symbolize: out of memory for the "
+                      "subprograms of %zu CUs", t->n + 1);
+    }
+    t->cus = cus;
+    if (c.n > 1)
+        qsort(c.r, c.n, sizeof *c.r, cmp_sub);
+    memmove(&t->cus[lo + 1], &t->cus[lo], (t->n - lo) * sizeof *t->cus);
+    t->cus[lo] = c;
+    t->n++;
+    *out = &t->cus[lo];
+    return EMBER_OK;
+}
+
+/* The subprogram holding DWARF address PC in C, NULL when none does. */
+static Dwarf_Die *sub_find(cu_subs *c, Dwarf_Addr pc)
+{
+    size_t lo = 0, hi = c->n;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (c->r[mid].lo <= pc)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t i = lo, k = 0; i > 0 && k < 8; i--, k++)
+        if (pc >= c->r[i - 1].lo && pc < c->r[i - 1].hi)
+            return &c->r[i - 1].die;
+    return NULL;
+}
+
+/* The DIEs from subprogram SUB down to the innermost inlined subroutine
+** holding PC, descending through lexical blocks: the physical nesting.
+** Returns how many, outermost first, in CHAIN. */
+static int sub_chain(Dwarf_Die *sub, Dwarf_Addr pc, Dwarf_Die *chain,
+                     int max)
+{
+    Dwarf_Die cur = *sub, d;
+    int n = 0;
+
+    chain[n++] = cur;
+    for (int depth = 0; depth < 64 && n < max; depth++) {
+        bool found = false;
+        int more;
+        if (dwarf_child(&cur, &d) != 0)
+            break;
+        for (more = 0; more == 0 && !found; more = dwarf_siblingof(&d, &d)) {
+            int tag = dwarf_tag(&d);
+            if ((tag == DW_TAG_inlined_subroutine ||
+                 tag == DW_TAG_lexical_block) && dwarf_haspc(&d, pc) > 0) {
+                if (tag == DW_TAG_inlined_subroutine)
+                    chain[n++] = d;
+                cur = d;
+                found = true;
+            }
+        }
+        if (!found)
+            break;
+    }
+    return n;
+}
+
+/* dwarf_frames through F's subprogram table; false when the table has no
+** subprogram at PC (the caller then walks the CU with libdw). */
+static int table_frames(em_symb_file *f, Dwarf_Die *cudie, Dwarf_Addr pc,
+                        const char *file, int64_t line, frames *out,
+                        bool *done)
+{
+    Dwarf_Die chain[EM_SYMB_MAX_INLINE], *sub;
+    cu_subs *c = NULL;
+    int n, rc;
+
+    *done = false;
+    if ((rc = subs_of(f, cudie, &c)) != EMBER_OK)
+        return rc;
+    if ((sub = sub_find(c, pc)) == NULL)
+        return EMBER_OK;
+    n = sub_chain(sub, pc, chain, EM_SYMB_MAX_INLINE);
+    for (int i = n - 1; i >= 0 && out->n < EM_SYMB_MAX_INLINE; i--) {
+        Dwarf_Die *d = &chain[i];
+        int decl = 0;
+        const char *decl_file = dwarf_decl_file(d);
+        dwarf_decl_line(d, &decl);
+        out->f[out->n++] = (em_symb_frame){ die_name(d),
+                                            decl_file != NULL ? decl_file
+                                                              : file,
+                                            line, decl };
+        if (i > 0)
+            call_site(cudie, d, &file, &line);
+    }
+    *done = true;
+    return EMBER_OK;
+}
+
 /* Packs OUT's frames and their strings into one allocation. */
 static int frames_pack(const frames *fr, em_symb_res **out)
 {
@@ -658,12 +998,19 @@ int em_symb_file_resolve(em_symb_file *f, uint64_t vaddr, em_symb_res **out)
     *out = NULL;
     if (!dwfl_start(f))
         return EMBER_OK;
-    sym = dwfl_module_addrname(f->mod, vaddr);
+    if ((rc = em_symb_file_symbol(f, vaddr, &sym)) != EMBER_OK)
+        return rc;
     if ((rc = cu_at(f, vaddr, &copy, &cudie, &bias)) != EMBER_OK)
         return rc;
     if (cudie != NULL) {
+        bool done = false;
         cu_line(cudie, vaddr - bias, &file, &line);
-        dwarf_frames(cudie, vaddr - bias, file, line, &fr);
+        if (!f->scan_scopes &&
+            (rc = table_frames(f, cudie, vaddr - bias, file, line, &fr,
+                               &done)) != EMBER_OK)
+            return rc;
+        if (!done)
+            dwarf_frames(cudie, vaddr - bias, file, line, &fr);
     }
     /* No subprogram in DWARF (or no DWARF): the symbol table's name. */
     if (fr.n == 0 || fr.f[fr.n - 1].name == NULL) {

@@ -44,6 +44,9 @@ typedef struct em_symb_file {
     struct Dwfl_Module *mod;
     bool dwfl_failed;           /* tried and failed: do not retry */
     struct em_symb_cus *cus;    /* made when libdw finds no CU by address */
+    struct em_symb_syms *syms;  /* code symbols by address, at first use */
+    struct em_symb_subs *subs;  /* subprograms by address, per CU */
+    bool scan_scopes;           /* tests: walk CUs with libdw instead */
 } em_symb_file;
 
 /* Opens the ELF file on FD (taken: closed on failure too) that PATH names,
@@ -75,6 +78,11 @@ typedef struct em_symb_res {
 /* Resolves ELF address VADDR of F with libdw (symbols, lines, inlines,
 ** separate debuginfo). *OUT is NULL when nothing resolves; ENOMEM. */
 int em_symb_file_resolve(em_symb_file *f, uint64_t vaddr, em_symb_res **out);
+
+/* The name of the function symbol holding ELF address ADDR of F (from a
+** table sorted by address, built at the first call), NULL in *NAME when
+** none does; the string lives as long as F. ENOMEM. */
+int em_symb_file_symbol(em_symb_file *f, uint64_t addr, const char **name);
 
 /* A file identity for ELF files without a build id: "fid:" and 32 hex
 ** digits of two em_hash64 (seeds 0 and 1) over the first 4 KiB, the last

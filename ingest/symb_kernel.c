@@ -175,7 +175,8 @@ static char *kernel_build_id(void)
 static void kernel_finish(em_symb_kernel *k)
 {
     sort_kernel = k;
-    qsort(k->syms, k->n, sizeof *k->syms, cmp_ksym);
+    if (k->n > 1)               /* qsort(NULL, 0) is undefined */
+        qsort(k->syms, k->n, sizeof *k->syms, cmp_ksym);
     sort_kernel = NULL;
     k->hidden = k->n == 0 || k->syms[k->n - 1].addr == 0;
     for (size_t i = 0; i < k->n; i++) {

@@ -19,6 +19,8 @@
 #include <cmocka.h>
 
 #include <dlfcn.h>
+#include <elfutils/libdwfl.h>
+#include <gelf.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -742,6 +744,157 @@ static void test_debuglink(void **state)
     em_symb_file_close(f);
 }
 
+/* ---- the symbol table index ------------------------------------------- */
+
+/* The start address of the function symbol NAME in MOD, 0 when none. */
+static GElf_Addr dwfl_sym_addr(Dwfl_Module *mod, const char *name)
+{
+    int n = dwfl_module_getsymtab(mod);
+
+    for (int i = 1; i < n; i++) {
+        GElf_Sym sym;
+        GElf_Addr addr;
+        const char *s = dwfl_module_getsym_info(mod, i, &sym, &addr, NULL,
+                                                NULL, NULL);
+        if (s != NULL && strcmp(s, name) == 0 && sym.st_shndx != SHN_UNDEF)
+            return addr;
+    }
+    return 0;
+}
+
+/* The sorted index answers as libdw's dwfl_module_addrname does, over
+** libc's function symbols (no DWARF; its .dynsym or .symtab): the same
+** name, or an alias starting at the same address. Addresses at each
+** function's start, middle and last byte. */
+static void test_symtab_index(void **state)
+{
+    static const Dwfl_Callbacks cb = {
+        .find_elf = dwfl_build_id_find_elf,
+        .find_debuginfo = dwfl_standard_find_debuginfo,
+        .section_address = dwfl_offline_section_address,
+    };
+    Dl_info dl;
+    em_symb_file *f = NULL;
+    Dwfl *dwfl;
+    Dwfl_Module *mod;
+    int fd, n, checked = 0, aliases = 0;
+
+    (void)state;
+    assert_true(dladdr((void *)(uintptr_t)&printf, &dl) != 0);
+    fd = open(dl.dli_fname, O_RDONLY);
+    assert_true(fd >= 0);
+    assert_int_equal(em_symb_file_open(fd, dl.dli_fname, 1, 2, &f),
+                     EMBER_OK);
+    dwfl = dwfl_begin(&cb);
+    assert_non_null(dwfl);
+    dwfl_report_begin(dwfl);
+    mod = dwfl_report_elf(dwfl, "libc", dl.dli_fname, -1, 0, true);
+    assert_non_null(mod);
+    assert_int_equal(dwfl_report_end(dwfl, NULL, NULL), 0);
+    n = dwfl_module_getsymtab(mod);
+    assert_true(n > 100);
+    for (int i = 1; i < n && checked < 3000; i++) {
+        GElf_Sym sym;
+        GElf_Addr addr;
+        const char *s = dwfl_module_getsym_info(mod, i, &sym, &addr, NULL,
+                                                NULL, NULL);
+        GElf_Addr probe[3];
+        if (s == NULL || GELF_ST_TYPE(sym.st_info) != STT_FUNC ||
+            sym.st_size == 0 || sym.st_shndx == SHN_UNDEF)
+            continue;
+        probe[0] = addr;
+        probe[1] = addr + sym.st_size / 2;
+        probe[2] = addr + sym.st_size - 1;
+        for (int k = 0; k < 3; k++, checked++) {
+            const char *want = dwfl_module_addrname(mod, probe[k]), *got;
+            assert_int_equal(em_symb_file_symbol(f, probe[k], &got),
+                             EMBER_OK);
+            assert_non_null(want);
+            assert_non_null(got);
+            if (strcmp(want, got) != 0) {
+                GElf_Addr wa = dwfl_sym_addr(mod, want);
+                assert_true(wa != 0);
+                assert_int_equal(wa, dwfl_sym_addr(mod, got));
+                aliases++;
+            }
+        }
+    }
+    print_message("%d addresses of %s, %d named by an alias\n", checked,
+                  dl.dli_fname, aliases);
+    assert_true(checked > 300);
+    dwfl_end(dwfl);
+    em_symb_file_close(f);
+}
+
+static bool same_str(const char *a, const char *b)
+{
+    return strcmp(a != NULL ? a : "", b != NULL ? b : "") == 0;
+}
+
+/* Resolves ~PROBES addresses across BIN's code through the per-CU
+** subprogram tables and through libdw's dwarf_getscopes walk
+** (scan_scopes): the frames must be the same, names, files and lines. */
+static int tables_agree(const char *bin, int probes)
+{
+    em_symb_file *f = NULL, *g = NULL;
+    int fd = open(bin, O_RDONLY), resolved = 0;
+
+    assert_true(fd >= 0);
+    assert_int_equal(em_symb_file_open(fd, bin, 1, 2, &f), EMBER_OK);
+    assert_true((fd = open(bin, O_RDONLY)) >= 0);
+    assert_int_equal(em_symb_file_open(fd, bin, 1, 3, &g), EMBER_OK);
+    g->scan_scopes = true;
+    for (size_t i = 0; i < f->nsegs; i++) {
+        const em_symb_seg *sg = &f->segs[i];
+        uint64_t step = sg->filesz / (uint64_t)probes + 1;
+        if (!sg->exec)
+            continue;
+        for (uint64_t a = sg->vaddr; a < sg->vaddr + sg->filesz; a += step) {
+            em_symb_res *x = NULL, *y = NULL;
+            assert_int_equal(em_symb_file_resolve(f, a, &x), EMBER_OK);
+            assert_int_equal(em_symb_file_resolve(g, a, &y), EMBER_OK);
+            assert_int_equal(x == NULL, y == NULL);
+            if (x != NULL) {
+                assert_int_equal(x->nframes, y->nframes);
+                for (uint32_t k = 0; k < x->nframes; k++) {
+                    const em_symb_frame *p = &x->frames[k], *q = &y->frames[k];
+                    if (!same_str(p->name, q->name) ||
+                        !same_str(p->file, q->file) || p->line != q->line ||
+                        p->start_line != q->start_line)
+                        fail_msg("%s %#llx frame %u: %s %s:%lld (%lld) by "
+                                 "table, %s %s:%lld (%lld) by libdw", bin,
+                                 (unsigned long long)a, k, p->name, p->file,
+                                 (long long)p->line, (long long)p->start_line,
+                                 q->name, q->file, (long long)q->line,
+                                 (long long)q->start_line);
+                }
+                resolved += x->nframes > 0;
+            }
+            em_free(x);
+            em_free(y);
+        }
+    }
+    em_symb_file_close(g);
+    em_symb_file_close(f);
+    return resolved;
+}
+
+/* The subprogram tables give what dwarf_getscopes gives, on the clang
+** fixture (inlines, no aranges) and on this gcc -O2 -g test binary. */
+static void test_subprogram_table(void **state)
+{
+    char self[1024];
+    ssize_t n;
+
+    (void)state;
+    n = readlink("/proc/self/exe", self, sizeof self - 1);
+    assert_true(n > 0);
+    self[n] = '\0';
+    assert_true(tables_agree(self, 3000) > 1000);
+    need_fixture();
+    assert_true(tables_agree(fixture, 500) > 10);
+}
+
 /* ---- kernel and unknown addresses ---------------------------------------- */
 
 static uint64_t kallsyms_addr(const char *sym)
@@ -1021,6 +1174,8 @@ int main(void)
         cmocka_unit_test(test_fixture_shared),
         cmocka_unit_test(test_file_identity),
         cmocka_unit_test(test_debuglink),
+        cmocka_unit_test(test_symtab_index),
+        cmocka_unit_test(test_subprogram_table),
         cmocka_unit_test(test_kernel),
         cmocka_unit_test(test_kallsyms),
         cmocka_unit_test(test_unknown),
