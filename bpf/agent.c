@@ -10,6 +10,11 @@
 ** taken in the kernel), then the user frames under them, so a flame graph
 ** shows a syscall's kernel work on top of the user code that made it.
 **
+** A window may take several drains: when a map set of the sampler is half
+** full (em_sampler_fill, read every em_sampler_fill_interval_ms) its
+** counts are drained into the window's set at once, so a busy machine
+** loses no samples to a full map; the window is still written once.
+**
 ** Two profile types carry the same samples (docs/sampling.md), as Go's CPU
 ** profiles do, so that a query by type can merge Go's profiles with ours:
 **   process_cpu:samples:count:cpu:nanoseconds:delta        value = samples
@@ -58,6 +63,7 @@
 
 #define AGENT_WINDOW_MS 10000       /* default window */
 #define AGENT_POLL_MAX_MS 500       /* longest sleep between stop checks */
+#define AGENT_FILL_DRAIN 0.5        /* drain early when a map is this full */
 #define AGENT_FIXED_LABELS 6        /* pid comm executable cgroup
                                     ** container_id node */
 #define AGENT_MAX_VALUE 400         /* the engine's label value limit */
@@ -107,6 +113,9 @@ typedef struct agent {
     int64_t win_start_ns;       /* monotonic, the same instant */
     int64_t win_len_ns;
     uint64_t win_dropped;       /* samples whose stack failed */
+    em_sampler_stats win_st;    /* the window's drains, summed */
+    uint64_t win_drains;
+    int64_t fill_checked_ns;    /* when em_sampler_fill was last read */
     uint32_t locs[2 * EM_SAMPLER_MAX_DEPTH];
     char vals[5][AGENT_MAX_VALUE + 1];  /* a new series' label values */
     /* since the start */
@@ -472,13 +481,14 @@ static int self_metrics(agent *a, const em_sampler_stats *st,
         { "idle", st->idle },
         { "lost", st->lost },
         { "stack_errors", st->ustack_errors + st->kstack_errors },
-        { "collisions", st->collisions },
+        { "stacks_dropped", st->stacks_dropped },
         { "events_lost", st->events_lost },
         { "dropped", a->win_dropped },
         { "symbol_hits", sy->hits - a->symb_last.hits },
         { "symbol_misses", sy->misses - a->symb_last.misses },
         { "unresolved_frames", sy->unresolved - a->symb_last.unresolved },
         { "series", a->nseries },
+        { "drains", a->win_drains },
     };
     const struct { const char *name; int64_t v; } times[] = {
         { "drain", (int64_t)st->drain_ns },
@@ -506,6 +516,8 @@ static void window_reset(agent *a, int64_t start_ns, int64_t start_ms)
         memset(a->series, 0, (a->series_mask + 1) * sizeof *a->series);
     a->nseries = 0;
     a->win_dropped = 0;
+    memset(&a->win_st, 0, sizeof a->win_st);
+    a->win_drains = 0;
     a->win_start_ns = start_ns;
     a->win_start_ms = start_ms;
 }
@@ -554,16 +566,36 @@ static void window_count(agent *a, const em_sampler_stats *st,
     a->rep.idle += st->idle;
     a->rep.lost += st->lost;
     a->rep.stack_errors += st->ustack_errors + st->kstack_errors;
-    a->rep.collisions += st->collisions;
+    a->rep.stacks_dropped += st->stacks_dropped;
     a->rep.unresolved_frames += sy->unresolved - a->symb_last.unresolved;
     a->symb_last = *sy;
+}
+
+/* Drains the sampler's counts into the window's set; the window goes on.
+** Called at the window's end and whenever a map set is half full. */
+static int window_drain(agent *a)
+{
+    em_sampler_stats st = { 0 };
+    em_sampler_stats *w = &a->win_st;
+    int rc = em_sampler_drain(a->sampler, on_sample, a, &st);
+
+    w->samples += st.samples;
+    w->idle += st.idle;
+    w->lost += st.lost;
+    w->ustack_errors += st.ustack_errors;
+    w->kstack_errors += st.kstack_errors;
+    w->stacks_dropped += st.stacks_dropped;
+    w->events_lost += st.events_lost;
+    w->drain_ns += st.drain_ns;
+    a->win_drains++;
+    return rc;
 }
 
 /* Ends the window now: drain, symbolize, write, sweep; the next window
 ** starts at the drain's flip. */
 static int window_flush(agent *a)
 {
-    em_sampler_stats st = { 0 };
+    const em_sampler_stats *st = &a->win_st;
     em_symb_stats sy = { 0 };
     em_pset_counts c = { 0 };
     int64_t flip_ns = mono_ns(), flip_ms = real_ms();
@@ -571,20 +603,20 @@ static int window_flush(agent *a)
     int rc;
 
     a->win_len_ns = flip_ns - a->win_start_ns;
-    rc = em_sampler_drain(a->sampler, on_sample, a, &st);
+    rc = window_drain(a);
     events_handle(a, mono_ns());
     em_symbolizer_stats(a->symb, &sy);
     cpu = cpu_seconds();
     if (rc == EMBER_OK)
-        rc = self_metrics(a, &st, &sy, (int64_t)((cpu - a->cpu_last) * 1e9));
+        rc = self_metrics(a, st, &sy, (int64_t)((cpu - a->cpu_last) * 1e9));
     if (rc == EMBER_OK)
         rc = window_write(a, &c);
     a->cpu_last = cpu;
     if (rc == EMBER_OK) {
         uint64_t unresolved = sy.unresolved - a->symb_last.unresolved;
-        window_count(a, &st, &sy, &c);
+        window_count(a, st, &sy, &c);
         if (a->opts->verbose)
-            window_verbose(a, &st, &c, unresolved, mono_ns() - flip_ns);
+            window_verbose(a, st, &c, unresolved, mono_ns() - flip_ns);
     }
     em_symbolizer_sweep(a->symb);
     window_reset(a, flip_ns, flip_ms);
@@ -721,6 +753,8 @@ static int agent_loop(agent *a, volatile sig_atomic_t *stop)
                          AGENT_WINDOW_MS) * 1000000;
     int64_t end_ns = a->opts->duration_ms ?
                      a->win_start_ns + a->opts->duration_ms * 1000000 : 0;
+    int64_t fill_ns = (int64_t)em_sampler_fill_interval_ms(a->sampler) *
+                      1000000;
     int rc;
 
     for (;;) {
@@ -736,9 +770,19 @@ static int agent_loop(agent *a, volatile sig_atomic_t *stop)
                 return rc;
             continue;
         }
+        if (now - a->fill_checked_ns >= fill_ns) {
+            a->fill_checked_ns = now;
+            if (em_sampler_fill(a->sampler) >= AGENT_FILL_DRAIN &&
+                (rc = window_drain(a)) != EMBER_OK) {
+                int frc = window_flush(a);  /* keep what was counted */
+                return frc != EMBER_OK ? frc : rc;
+            }
+        }
         wake = recapture_run(a, now);
         if (win_end < wake)
             wake = win_end;
+        if (a->fill_checked_ns + fill_ns < wake)
+            wake = a->fill_checked_ns + fill_ns;
         wait_ms = (wake - now + 999999) / 1000000;
         if (wait_ms > AGENT_POLL_MAX_MS)
             wait_ms = AGENT_POLL_MAX_MS;

@@ -31,7 +31,7 @@ typedef struct em_agent_opts {
 /* What a run did, summed over its windows. */
 typedef struct em_agent_report {
     uint64_t windows, profiles, samples, idle, lost;
-    uint64_t stack_errors, collisions, unresolved_frames;
+    uint64_t stack_errors, stacks_dropped, unresolved_frames;
     uint64_t processes;         /* distinct processes seen */
     double cpu_seconds;         /* of this process, user + system */
 } em_agent_report;

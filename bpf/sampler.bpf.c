@@ -6,20 +6,24 @@
 **
 ** em_sample runs on every cpu-clock sample of every CPU: the idle task only
 ** bumps a per-CPU counter; any other task is counted in a hash map keyed by
-** (tgid, user stack id, kernel stack id, cgroup id, comm), the stacks
-** interned in a STACK_TRACE map by bpf_get_stackid (frame pointers for
-** user code, the kernel's own unwinder for kernel code).
+** (tgid, user stack, kernel stack, cgroup id, comm). Each stack is copied
+** by bpf_get_stack (frame pointers for user code, the kernel's own
+** unwinder for kernel code) and interned in a HASH map under a 64-bit hash
+** of its frames.
 **
 ** Invariants:
 ** - Two map sets (counts and stacks 0 and 1); a sample writes only the set
 **   named by active_set when it starts. User space flips active_set, waits
 **   until no run that read the old value is in flight (cpu_seq), and only
 **   then drains and empties the old set: draining never races a writer.
-** - BPF_F_REUSE_STACKID is never used: with it a colliding stack silently
-**   replaces the one an existing key points at, and that key's samples
-**   would be shown under another stack (bcc commit 90f2086). A collision
-**   is counted and the key keeps -EEXIST for that stack instead; the map
-**   is emptied every drain, so collisions stay rare.
+** - A stack never shows under another's name. The kernel's STACK_TRACE map
+**   has one slot per bucket: a second stack hashing to a taken bucket is
+**   refused (-EEXIST), which lost a third of the stacks of a compile load
+**   at 999 Hz, or with BPF_F_REUSE_STACKID replaces the first under keys
+**   that still name it (bcc commit 90f2086). A HASH map chains its
+**   buckets, so stacks are lost only when it is full; a 64-bit hash shared
+**   by two different stacks is caught by comparing the stored frame
+**   count, leaf and root, and that sample loses its stack (counted).
 ** - Exec of a process and exit of its last thread reach user space as
 **   (event, tgid) through a ring buffer (tp_btf: no tracefs needed).
 */
@@ -41,6 +45,9 @@ volatile __u32 active_set = 0;
 /* Per-CPU in-flight markers (sampler_int.h). */
 struct em_bpf_cpu_seq cpu_seq[EM_BPF_MAX_CPUS];
 
+/* New keys and stacks per map set, read and reset by user space. */
+struct em_bpf_fill fill[2];
+
 /* Sizes are the defaults; bpf/sampler.c sets them from its options. */
 #define COUNT_MAP(name)                                                     \
     struct {                                                                \
@@ -51,10 +58,10 @@ struct em_bpf_cpu_seq cpu_seq[EM_BPF_MAX_CPUS];
     } name SEC(".maps")
 #define STACK_MAP(name)                                                     \
     struct {                                                                \
-        __uint(type, BPF_MAP_TYPE_STACK_TRACE);                             \
+        __uint(type, BPF_MAP_TYPE_HASH);                                    \
         __uint(max_entries, 16384);                                         \
-        __uint(key_size, sizeof(__u32));                                    \
-        __uint(value_size, EM_BPF_MAX_DEPTH * sizeof(__u64));               \
+        __type(key, __u64);                                                 \
+        __type(value, struct em_bpf_stack);                                 \
     } name SEC(".maps")
 
 COUNT_MAP(em_counts_0);
@@ -69,38 +76,106 @@ struct {
     __type(value, struct em_bpf_stats);
 } em_stats SEC(".maps");
 
+/* Where a sample's stack is copied before it is hashed (one per CPU: a
+** perf_event program does not nest on its CPU). */
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, struct em_bpf_stack);
+} em_scratch SEC(".maps");
+
 struct {
     __uint(type, BPF_MAP_TYPE_RINGBUF);
     __uint(max_entries, 256 * 1024);
 } em_events SEC(".maps");
 
-/* Interns one stack of the current sample; returns its id, or the negated
-** errno, counted unless it only says there is no such stack (-EFAULT). */
-static __always_inline __s32 stack_id(void *ctx, void *stacks, __u64 flags,
-                                      __u64 *errors, __u64 *collisions)
+/* The hash of ST's frames: each frame mixed in, then murmur3's finalizer;
+** never 0, which means no stack. */
+static __always_inline __u64 stack_hash(const struct em_bpf_stack *st)
 {
-    long id = bpf_get_stackid(ctx, stacks, flags);
+    __u64 h = 0x9e3779b97f4a7c15ull ^ st->nframes;
 
-    if (id >= 0 || id == -EM_BPF_EFAULT)
-        return (__s32)id;
-    if (id == -EM_BPF_EEXIST)
-        *collisions += 1;
-    else
-        *errors += 1;
-    return (__s32)id;
+    for (int i = 0; i < EM_BPF_MAX_DEPTH; i++) {
+        if (i >= st->nframes)
+            break;
+        h = (h ^ st->ip[i]) * 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+    }
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 33;
+    return h != 0 ? h : 1;
+}
+
+/* Whether the stored stack OLD is ST: the same count, leaf and root. */
+static __always_inline bool same_stack(const struct em_bpf_stack *old,
+                                       const struct em_bpf_stack *st)
+{
+    __u64 last = st->nframes - 1;
+
+    if (old->nframes != st->nframes || old->ip[0] != st->ip[0])
+        return false;
+    return last >= EM_BPF_MAX_DEPTH || old->ip[last] == st->ip[last];
+}
+
+/* Copies one stack of the current sample into ST and interns it in
+** STACKS; returns its hash, or 0 when there is none (-EFAULT, or no
+** frames) or it is lost, which sets LOST in *KFLAGS and is counted. */
+static __always_inline __u64 intern_stack(void *ctx, void *stacks,
+                                          __u64 flags,
+                                          struct em_bpf_stack *st,
+                                          struct em_bpf_stats *stats,
+                                          __u64 *errors, __u32 *kflags,
+                                          __u32 lost, struct em_bpf_fill *f)
+{
+    long len = bpf_get_stack(ctx, st->ip, sizeof st->ip, flags);
+    struct em_bpf_stack *old;
+    __u64 h;
+    long err;
+
+    if (len < 0) {
+        if (len != -EM_BPF_EFAULT) {
+            *errors += 1;
+            *kflags |= lost;
+        }
+        return 0;
+    }
+    st->nframes = (__u64)len / sizeof st->ip[0];
+    if (st->nframes == 0)
+        return 0;
+    h = stack_hash(st);
+    old = bpf_map_lookup_elem(stacks, &h);
+    if (old == NULL) {
+        err = bpf_map_update_elem(stacks, &h, st, BPF_NOEXIST);
+        if (err == 0) {
+            __sync_fetch_and_add(&f->stacks, 1);
+            return h;
+        }
+        if (err == -EM_BPF_EEXIST)      /* another CPU, the same moment */
+            old = bpf_map_lookup_elem(stacks, &h);
+    }
+    if (old != NULL && same_stack(old, st))
+        return h;
+    stats->stacks_dropped += 1;         /* full, busy, or a collision */
+    *kflags |= lost;
+    return 0;
 }
 
 /* Adds one to KEY's count in COUNTS; false when the map is full. Two CPUs
 ** may insert the same new key at once: the loser (-EEXIST) adds to the
 ** winner's entry. */
-static __always_inline bool count_key(void *counts, struct em_bpf_key *key)
+static __always_inline bool count_key(void *counts, struct em_bpf_key *key,
+                                      struct em_bpf_fill *f)
 {
     __u64 one = 1, *val = bpf_map_lookup_elem(counts, key);
 
     if (val == NULL) {
         long err = bpf_map_update_elem(counts, key, &one, BPF_NOEXIST);
-        if (err == 0)
+        if (err == 0) {
+            __sync_fetch_and_add(&f->keys, 1);
             return true;
+        }
         if (err == -EM_BPF_EEXIST)
             val = bpf_map_lookup_elem(counts, key);
         if (val == NULL)
@@ -118,8 +193,11 @@ static __always_inline void sample(void *ctx, __u32 set, void *counts,
     __u32 tgid = (__u32)(id >> 32);
     struct em_bpf_key key;
     struct em_bpf_stats *st = bpf_map_lookup_elem(&em_stats, &set);
+    __u32 zero = 0;
+    struct em_bpf_stack *scratch = bpf_map_lookup_elem(&em_scratch, &zero);
+    struct em_bpf_fill *f = &fill[set & 1];
 
-    if (st == NULL)
+    if (st == NULL || scratch == NULL)
         return;
     if ((__u32)id == 0) {               /* the idle task: no stacks */
         st->idle += 1;
@@ -131,11 +209,13 @@ static __always_inline void sample(void *ctx, __u32 set, void *counts,
     key.tgid = tgid;
     key.cgroup_id = bpf_get_current_cgroup_id();
     bpf_get_current_comm(key.comm, sizeof key.comm);
-    key.kstack_id = stack_id(ctx, stacks, 0, &st->kstack_errors,
-                             &st->collisions);
-    key.ustack_id = stack_id(ctx, stacks, BPF_F_USER_STACK,
-                             &st->ustack_errors, &st->collisions);
-    if (count_key(counts, &key))
+    key.kstack = intern_stack(ctx, stacks, 0, scratch, st,
+                              &st->kstack_errors, &key.flags,
+                              EM_BPF_KSTACK_LOST, f);
+    key.ustack = intern_stack(ctx, stacks, BPF_F_USER_STACK, scratch, st,
+                              &st->ustack_errors, &key.flags,
+                              EM_BPF_USTACK_LOST, f);
+    if (count_key(counts, &key, f))
         st->samples += 1;
     else
         st->lost += 1;

@@ -6,11 +6,11 @@
 ** counts window by window.
 **
 ** A drain flips the active map set, waits until no sample that read the
-** old index is in flight, then takes every key of the old count map
-** (lookup-and-delete in batches), resolves its stack ids in the old stack
-** map and finally deletes every stack id of that map: the set is empty
-** again before it becomes active at the next flip, so the stack map never
-** fills across windows and ids are never reused under a live key.
+** old index is in flight, then takes every key of the old count map and
+** every stack of the old stack map (lookup-and-delete in batches), the
+** stacks into a table by hash: the set is empty again before it becomes
+** active at the next flip, so the stack map never fills across windows
+** and a hash never names two stacks under a live key.
 **
 ** libbpf's failures are translated here into em_err messages naming the
 ** step; libbpf's own log is silent unless EMBER_BPF_DEBUG is set.
@@ -44,6 +44,7 @@ _Static_assert((int)EM_BPF_PROC_EXEC == (int)EM_PROC_EXEC &&
 #define DEFAULT_FREQUENCY 19
 #define DEFAULT_ENTRIES 16384
 #define MAX_ENTRIES (1u << 22)      /* per map; a stack entry is ~1 KB */
+#define STACK_BATCH 256             /* stacks per lookup-and-delete call */
 #define MAX_FREQUENCY 100000        /* perf's own default ceiling */
 #define INFLIGHT_WAIT_NS 100000000  /* give up on a marker after 100 ms */
 
@@ -64,13 +65,26 @@ struct em_sampler {
     unsigned frequency;
     int ncpus;                      /* possible CPUs (per-CPU map values) */
     uint32_t count_cap;             /* entries of a count map */
+    uint32_t stack_cap;             /* entries of a stack map */
     struct em_bpf_key *keys;        /* drain buffers of count_cap entries */
     uint64_t *values;
     struct em_bpf_stats *pcpu;      /* one per possible CPU */
     uint64_t events_lost_seen;      /* the events counter at the last drain */
     bool no_batch;                  /* the kernel refused batch operations */
-    uint64_t ustack[EM_SAMPLER_MAX_DEPTH];
-    uint64_t kstack[EM_SAMPLER_MAX_DEPTH];
+    /* The drained stacks: an open-addressing table by hash (at most half
+    ** full) of frame runs in one pool. */
+    struct stack_slot *slots;
+    uint32_t slot_mask;
+    uint64_t *pool;
+    size_t pool_n, pool_cap;
+    uint64_t *batch_keys;           /* STACK_BATCH entries each */
+    struct em_bpf_stack *batch_stacks;
+};
+
+/* One drained stack: POOL[OFF .. OFF + N) under HASH (0: a free slot). */
+struct stack_slot {
+    uint64_t hash;
+    uint32_t off, n;
 };
 
 /* ---- libbpf's log ---------------------------------------------------------- */
@@ -205,17 +219,28 @@ static int read_opts(const em_sampler_opts *in, em_sampler_opts *o)
     return EMBER_OK;
 }
 
-/* The drain buffers, sized before anything touches the kernel. */
-static int alloc_buffers(em_sampler *s)
+/* The drain buffers, sized before anything touches the kernel: the stack
+** table has twice the stack map's entries, rounded up to a power of 2. */
+static int alloc_buffers(em_sampler *s, unsigned stack_entries)
 {
+    size_t nslots = 2;
+
+    while (nslots < 2 * (size_t)stack_entries)
+        nslots *= 2;
+    s->slot_mask = (uint32_t)(nslots - 1);
+    s->slots = em_calloc(nslots, sizeof *s->slots);
+    s->batch_keys = em_malloc(STACK_BATCH * sizeof *s->batch_keys);
+    s->batch_stacks = em_malloc(STACK_BATCH * sizeof *s->batch_stacks);
     s->keys = em_malloc((size_t)s->count_cap * sizeof *s->keys);
     s->values = em_malloc((size_t)s->count_cap * sizeof *s->values);
     s->pcpu = em_calloc((size_t)s->ncpus, sizeof *s->pcpu);
     s->links = em_calloc((size_t)s->ncpus, sizeof *s->links);
     if (s->keys == NULL || s->values == NULL || s->pcpu == NULL ||
-        s->links == NULL)
+        s->links == NULL || s->slots == NULL || s->batch_keys == NULL ||
+        s->batch_stacks == NULL)
         return em_err(EMBER_ENOMEM, "sampler: drain buffers for %u keys, "
-                      "%d CPUs", s->count_cap, s->ncpus);
+                      "%u stacks, %d CPUs", s->count_cap, stack_entries,
+                      s->ncpus);
     return EMBER_OK;
 }
 
@@ -364,13 +389,14 @@ int em_sampler_open(const em_sampler_opts *opts, em_proc_fn proc, void *ctx,
     s->proc_ctx = ctx;
     s->frequency = o.frequency;
     s->count_cap = o.count_entries;
+    s->stack_cap = o.stack_entries;
     s->ncpus = libbpf_num_possible_cpus();
     if (s->ncpus <= 0) {
         rc = em_err(EMBER_EIO, "sampler: count possible CPUs: %s",
                     strerror(-s->ncpus));
         goto out;
     }
-    rc = alloc_buffers(s);
+    rc = alloc_buffers(s, o.stack_entries);
     if (rc != EMBER_OK)
         goto out;
     s->skel = sampler__open();
@@ -405,7 +431,32 @@ void em_sampler_close(em_sampler *s)
     em_free(s->keys);
     em_free(s->values);
     em_free(s->pcpu);
+    em_free(s->slots);
+    em_free(s->pool);
+    em_free(s->batch_keys);
+    em_free(s->batch_stacks);
     em_free(s);
+}
+
+double em_sampler_fill(const em_sampler *s)
+{
+    unsigned set = __atomic_load_n(&s->skel->bss->active_set,
+                                   __ATOMIC_RELAXED) & 1u;
+    const volatile struct em_bpf_fill *f = &s->skel->bss->fill[set];
+    double keys = (double)f->keys / (double)s->count_cap;
+    double stacks = (double)f->stacks / (double)s->stack_cap;
+
+    return keys > stacks ? keys : stacks;
+}
+
+int em_sampler_fill_interval_ms(const em_sampler *s)
+{
+    double per_s = (double)s->frequency * (double)s->nlinks;
+    uint32_t cap = s->count_cap < s->stack_cap ? s->count_cap : s->stack_cap;
+    double ms = per_s > 0 ? 1000.0 * (double)cap / (4.0 * 2.0 * per_s)
+                          : 500.0;
+
+    return ms > 500.0 ? 500 : ms < 10.0 ? 10 : (int)ms;
 }
 
 uint64_t em_sampler_period_ns(const em_sampler *s)
@@ -503,7 +554,7 @@ static int take_stats(em_sampler *s, uint32_t key, struct em_bpf_stats *sum,
         sum->lost += p->lost;
         sum->ustack_errors += p->ustack_errors;
         sum->kstack_errors += p->kstack_errors;
-        sum->collisions += p->collisions;
+        sum->stacks_dropped += p->stacks_dropped;
         sum->events_lost += p->events_lost;
     }
     if (!zero)
@@ -568,62 +619,127 @@ static int take_counts(em_sampler *s, int fd, uint32_t *n)
     return EMBER_OK;
 }
 
-/* Copies stack ID of stack map FD into BUF; returns its frame count (0 for
-** a missing stack). Unused slots are zero. */
-static uint32_t read_stack(int fd, int32_t id, uint64_t *buf)
+/* Adds stack ST under HASH to the drained stacks. The stack map holds at
+** most stack_entries, so the table never gets more than half full. */
+static int stack_put(em_sampler *s, uint64_t hash,
+                     const struct em_bpf_stack *st)
 {
-    uint32_t n = 0;
+    uint32_t n = st->nframes < EM_SAMPLER_MAX_DEPTH ? (uint32_t)st->nframes
+                                                    : EM_SAMPLER_MAX_DEPTH;
+    uint32_t i = (uint32_t)(hash ^ hash >> 32) & s->slot_mask;
+    uint64_t *pool;
 
-    if (id < 0 || bpf_map_lookup_elem(fd, &id, buf) != 0)
-        return 0;
-    while (n < EM_SAMPLER_MAX_DEPTH && buf[n] != 0)
-        n++;
-    return n;
+    while (s->slots[i].hash != 0) {
+        if (s->slots[i].hash == hash)
+            return EMBER_OK;
+        i = (i + 1) & s->slot_mask;
+    }
+    if ((pool = em_grow(s->pool, &s->pool_cap, s->pool_n + n,
+                        sizeof *pool)) == NULL)
+        return em_err(EMBER_ENOMEM, "sampler: out of memory for %zu "
+                      "stack frames", s->pool_n + n);
+    s->pool = pool;
+    memcpy(pool + s->pool_n, st->ip, n * sizeof *pool);
+    s->slots[i] = (struct stack_slot){ hash, (uint32_t)s->pool_n, n };
+    s->pool_n += n;
+    return EMBER_OK;
 }
 
-/* Calls FN for the N keys in the buffers with their stacks from the stack
-** map STACKS; stops at FN's first non-zero return. */
-static int deliver(em_sampler *s, int stacks, uint32_t n,
+/* The drained stack HASH: its frames and count; NULL when not drained. */
+static const uint64_t *stack_get(const em_sampler *s, uint64_t hash,
+                                 uint32_t *n)
+{
+    uint32_t i = (uint32_t)(hash ^ hash >> 32) & s->slot_mask;
+
+    *n = 0;
+    for (; s->slots[i].hash != 0; i = (i + 1) & s->slot_mask)
+        if (s->slots[i].hash == hash) {
+            *n = s->slots[i].n;
+            return s->pool + s->slots[i].off;
+        }
+    return NULL;
+}
+
+/* Moves the stacks of stack map FD into the table one at a time (kernels
+** without batch operations), finding the next key before deleting. */
+static int take_stacks_slow(em_sampler *s, int fd)
+{
+    uint64_t cur, next;
+    int more = bpf_map_get_next_key(fd, NULL, &next) == 0, rc = EMBER_OK;
+
+    while (more) {
+        cur = next;
+        more = bpf_map_get_next_key(fd, &cur, &next) == 0;
+        if (rc == EMBER_OK && cur != 0 &&
+            bpf_map_lookup_elem(fd, &cur, &s->batch_stacks[0]) == 0)
+            rc = stack_put(s, cur, &s->batch_stacks[0]);
+        bpf_map_delete_elem(fd, &cur);
+    }
+    return rc;
+}
+
+/* Moves every stack of stack map FD into the table (emptied first) and
+** empties the map, STACK_BATCH stacks per system call. */
+static int take_stacks(em_sampler *s, int fd)
+{
+    LIBBPF_OPTS(bpf_map_batch_opts, bo);
+    uint32_t token = 0, got;
+    bool first = true;
+    int err, rc = EMBER_OK;
+
+    memset(s->slots, 0, ((size_t)s->slot_mask + 1) * sizeof *s->slots);
+    s->pool_n = 0;
+    if (s->no_batch)
+        return take_stacks_slow(s, fd);
+    for (;;) {
+        got = STACK_BATCH;
+        err = bpf_map_lookup_and_delete_batch(fd, first ? NULL : &token,
+                                              &token, s->batch_keys,
+                                              s->batch_stacks, &got, &bo);
+        err = err < 0 ? -errno : 0;
+        if (err != 0 && err != -ENOENT)
+            return em_err(EMBER_EIO, "sampler: take stacks: %s",
+                          strerror(-err));
+        for (uint32_t i = 0; i < got && rc == EMBER_OK; i++)
+            if (s->batch_keys[i] != 0)
+                rc = stack_put(s, s->batch_keys[i], &s->batch_stacks[i]);
+        if (err == -ENOENT || rc != EMBER_OK)
+            return rc;                      /* the map is empty now */
+        first = false;
+    }
+}
+
+/* Calls FN for the N keys in the buffers with their stacks from the
+** table; stops at FN's first non-zero return. A stack the table does not
+** hold (it cannot happen while the flip protocol holds) counts as lost. */
+static int deliver(em_sampler *s, uint32_t n,
                    int (*fn)(void *ctx, const em_sample *smp), void *ctx)
 {
     for (uint32_t i = 0; i < n; i++) {
         const struct em_bpf_key *k = &s->keys[i];
         em_sample smp;
+        int rc;
 
         memset(&smp, 0, sizeof smp);
         smp.tgid = k->tgid;
         smp.cgroup_id = k->cgroup_id;
         memcpy(smp.comm, k->comm, sizeof smp.comm);
         smp.comm[sizeof smp.comm - 1] = '\0';
-        smp.ustack = s->ustack;
-        smp.nustack = read_stack(stacks, k->ustack_id, s->ustack);
-        smp.kstack = s->kstack;
-        smp.nkstack = read_stack(stacks, k->kstack_id, s->kstack);
         smp.count = s->values[i];
-        if (k->ustack_id < 0 && k->ustack_id != -EM_BPF_EFAULT)
+        if (k->flags & EM_BPF_USTACK_LOST)
             smp.flags |= EM_SAMPLE_USTACK_LOST;
-        if (k->kstack_id < 0 && k->kstack_id != -EM_BPF_EFAULT)
+        if (k->flags & EM_BPF_KSTACK_LOST)
             smp.flags |= EM_SAMPLE_KSTACK_LOST;
-        int rc = fn(ctx, &smp);
-        if (rc != 0)
+        if (k->ustack != 0 &&
+            (smp.ustack = stack_get(s, k->ustack, &smp.nustack)) == NULL)
+            smp.flags |= EM_SAMPLE_USTACK_LOST;
+        if (k->kstack != 0 &&
+            (smp.kstack = stack_get(s, k->kstack, &smp.nkstack)) == NULL)
+            smp.flags |= EM_SAMPLE_KSTACK_LOST;
+        if ((rc = fn(ctx, &smp)) != 0)
             return rc;
     }
     return EMBER_OK;
-}
-
-/* Deletes every stack of stack map FD, including ones no key points at
-** (their count was lost): finding the next id before deleting the current
-** one keeps the walk linear. */
-static void clear_stacks(int fd)
-{
-    uint32_t cur, next;
-    int more = bpf_map_get_next_key(fd, NULL, &next) == 0;
-
-    while (more) {
-        cur = next;
-        more = bpf_map_get_next_key(fd, &cur, &next) == 0;
-        bpf_map_delete_elem(fd, &cur);
-    }
 }
 
 /* The process-event losses since the last drain. */
@@ -661,9 +777,12 @@ int em_sampler_drain(em_sampler *s,
     if (rc == EMBER_OK)
         rc = rc2;
     stacks = bpf_map__fd(old ? k->maps.em_stacks_1 : k->maps.em_stacks_0);
+    rc2 = take_stacks(s, stacks);
     if (rc == EMBER_OK)
-        rc = deliver(s, stacks, n, fn, ctx);
-    clear_stacks(stacks);
+        rc = rc2;
+    if (rc == EMBER_OK)
+        rc = deliver(s, n, fn, ctx);
+    s->skel->bss->fill[old] = (struct em_bpf_fill){ 0, 0 };
     rc2 = events_lost(s, &lost_events);
     if (rc == EMBER_OK)
         rc = rc2;
@@ -674,7 +793,7 @@ int em_sampler_drain(em_sampler *s,
         st->lost = sum.lost;
         st->ustack_errors = sum.ustack_errors;
         st->kstack_errors = sum.kstack_errors;
-        st->collisions = sum.collisions;
+        st->stacks_dropped = sum.stacks_dropped;
         st->events_lost = lost_events;
         st->drain_ns = now_ns() - t0;
     }

@@ -22,7 +22,7 @@
 
 #include "ember.h"
 
-#define EM_SAMPLER_MAX_DEPTH 127    /* frames per stack, as the stack map */
+#define EM_SAMPLER_MAX_DEPTH 127    /* frames per stack, as perf's default */
 
 typedef struct em_sampler em_sampler;
 
@@ -50,7 +50,7 @@ typedef struct em_sample {
     uint32_t flags;             /* EM_SAMPLE_*_LOST */
 } em_sample;
 
-/* em_sample.flags: a stack of the key was lost to a stack-map collision or
+/* em_sample.flags: a stack of the key was lost to a full stack map or an
 ** error (counted in the window's stats); its frames are then empty, which
 ** is not "no such stack". */
 enum { EM_SAMPLE_USTACK_LOST = 1u << 0, EM_SAMPLE_KSTACK_LOST = 1u << 1 };
@@ -60,9 +60,9 @@ typedef struct em_sampler_stats {
     uint64_t samples;           /* samples counted in keys */
     uint64_t idle;              /* samples of the idle task (pid 0) */
     uint64_t lost;              /* samples dropped: a full counts map */
-    uint64_t ustack_errors;     /* bpf_get_stackid failures but -EFAULT */
+    uint64_t ustack_errors;     /* bpf_get_stack failures but -EFAULT */
     uint64_t kstack_errors;
-    uint64_t collisions;        /* -EEXIST from the stack map */
+    uint64_t stacks_dropped;    /* stacks a full stack map refused */
     uint64_t events_lost;       /* exec/exit events the ring buffer dropped */
     uint64_t drain_ns;          /* time em_sampler_drain took */
 } em_sampler_stats;
@@ -90,6 +90,15 @@ int em_sampler_poll(em_sampler *s, int timeout_ms);
 int em_sampler_drain(em_sampler *s,
                      int (*fn)(void *ctx, const em_sample *smp), void *ctx,
                      em_sampler_stats *st);
+/* How full the map set being written is: its new keys or new stacks over
+** its map's entries, whichever is higher (0 after a drain, 1 when full).
+** A caller that drains when it passes 0.5 never loses samples to a full
+** map unless one burst fills the other half. */
+double em_sampler_fill(const em_sampler *s);
+/* How often to check em_sampler_fill: the time in which every CPU's
+** samples could fill an eighth of the smaller map (each sample may add a
+** key and two stacks), between 10 and 500 ms. */
+int em_sampler_fill_interval_ms(const em_sampler *s);
 /* The sampling period in ns (1e9 / frequency). */
 uint64_t em_sampler_period_ns(const em_sampler *s);
 /* Detaches and unloads everything: no program, map, link or perf event is

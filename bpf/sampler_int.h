@@ -15,17 +15,26 @@
 #define EM_BPF_EFAULT 14            /* errno values the program tells apart */
 #define EM_BPF_EEXIST 17
 
-/* A key of the count maps (value: __u64 samples). A stack id < 0 is the
-** negated errno of bpf_get_stackid: -EFAULT means "no such stack" (a
-** user-mode sample has no kernel stack, a kernel thread no user stack),
-** -EEXIST a bucket collision in the stack map, others an error. */
+/* A key of the count maps (value: __u64 samples). A stack is named by the
+** 64-bit hash of its frames under which the stack map holds it; 0 means
+** no such stack (a user-mode sample has no kernel stack, a kernel thread
+** no user stack) or a lost one, which FLAGS tells apart. */
 struct em_bpf_key {
     __u32 tgid;
-    __s32 ustack_id;
-    __s32 kstack_id;
-    __u32 pad;                      /* zero */
+    __u32 flags;                    /* EM_BPF_*STACK_LOST */
+    __u64 ustack;                   /* hash, 0: none */
+    __u64 kstack;
     __u64 cgroup_id;                /* bpf_get_current_cgroup_id (v2) */
     char comm[16];
+};
+enum { EM_BPF_USTACK_LOST = 1u << 0, EM_BPF_KSTACK_LOST = 1u << 1 };
+
+/* A value of the stack maps: the frames, leaf first, and how many. Keys
+** are stack hashes; a key already present whose frames differ in count,
+** leaf or root is a hash collision and loses the stack, never another's. */
+struct em_bpf_stack {
+    __u64 nframes;
+    __u64 ip[EM_BPF_MAX_DEPTH];
 };
 
 /* Per-CPU counters (a PERCPU_ARRAY): entries EM_BPF_STATS_SET0/1 belong to
@@ -35,9 +44,9 @@ struct em_bpf_stats {
     __u64 samples;                  /* counted in a key */
     __u64 idle;                     /* the idle task (pid 0) */
     __u64 lost;                     /* the count map was full */
-    __u64 ustack_errors;            /* bpf_get_stackid < 0 but -EFAULT, -EEXIST */
+    __u64 ustack_errors;            /* bpf_get_stack < 0 but -EFAULT */
     __u64 kstack_errors;
-    __u64 collisions;               /* -EEXIST, user or kernel stack */
+    __u64 stacks_dropped;           /* a full stack map, or a hash collision */
     __u64 events_lost;              /* ring buffer full (events entry only) */
 };
 enum { EM_BPF_STATS_SET0 = 0, EM_BPF_STATS_SET1 = 1, EM_BPF_STATS_EVENTS = 2,
@@ -49,6 +58,13 @@ enum { EM_BPF_PROC_EXEC = 1, EM_BPF_PROC_EXIT = 2 };
 struct em_bpf_event {
     __u32 event;
     __u32 tgid;
+};
+
+/* How many keys and stacks one map set has taken since it was drained,
+** in .bss, so user space can drain early before a map fills. */
+struct em_bpf_fill {
+    __u64 keys;
+    __u64 stacks;
 };
 
 /* One CPU's in-flight marker in .bss, a cache line each: the sample

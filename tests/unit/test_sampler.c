@@ -235,13 +235,13 @@ static void test_windows(void **state)
 
     printf("window 1 (%.2fs): %llu of ours (%llu in spin_once), %llu all, "
            "%llu idle, %llu keys; stats samples %llu lost %llu uerr %llu "
-           "kerr %llu coll %llu drain %.2f ms\n", w1,
+           "kerr %llu dropped %llu drain %.2f ms\n", w1,
            (unsigned long long)t1.mine, (unsigned long long)t1.mine_in_spin,
            (unsigned long long)t1.all, (unsigned long long)st.idle,
            (unsigned long long)t1.keys, (unsigned long long)st.samples,
            (unsigned long long)st.lost, (unsigned long long)st.ustack_errors,
            (unsigned long long)st.kstack_errors,
-           (unsigned long long)st.collisions, (double)st.drain_ns / 1e6);
+           (unsigned long long)st.stacks_dropped, (double)st.drain_ns / 1e6);
     printf("window 2 (%.2fs): %llu of ours, %llu all\n", w2,
            (unsigned long long)t2.mine, (unsigned long long)t2.all);
 
@@ -423,10 +423,10 @@ static int wrong_fn(void *ctx, const em_sample *smp)
     return 0;
 }
 
-/* A one-bucket stack map and two threads with different stacks: one loses
-** every time; the collisions are counted and flagged, never reported as
-** the other thread's stack (no BPF_F_REUSE_STACKID). */
-static void test_collisions(void **state)
+/* A one-entry stack map and two threads with different stacks: once it
+** holds one stack every other is refused; the refusals are counted and
+** flagged, never reported as the other thread's stack. */
+static void test_stack_map_full(void **state)
 {
     em_sampler_opts o = { .sz = sizeof o, .frequency = FREQ,
                           .stack_entries = 1 };
@@ -449,12 +449,12 @@ static void test_collisions(void **state)
     pthread_join(tb, NULL);
     em_sampler_close(s);
     printf("%llu samples: %llu lost stacks, %llu right, %llu wrong; "
-           "%llu collisions\n", (unsigned long long)w.mine,
+           "%llu stacks dropped\n", (unsigned long long)w.mine,
            (unsigned long long)w.lost, (unsigned long long)w.right,
-           (unsigned long long)w.wrong, (unsigned long long)st.collisions);
+           (unsigned long long)w.wrong, (unsigned long long)st.stacks_dropped);
     assert_true(w.mine >= FREQ / 5);
     assert_true(w.lost > 0);
-    assert_true(st.collisions >= w.lost);
+    assert_true(st.stacks_dropped >= w.lost);
     assert_int_equal(w.wrong, 0);
 }
 
@@ -682,7 +682,7 @@ int main(void)
         cmocka_unit_test(test_exec_exit_events),
         cmocka_unit_test(test_pid_filter),
         cmocka_unit_test(test_drain_stops),
-        cmocka_unit_test(test_collisions),
+        cmocka_unit_test(test_stack_map_full),
         cmocka_unit_test(test_nothing_left),
         cmocka_unit_test(test_open_oom),
         cmocka_unit_test(test_not_root),
