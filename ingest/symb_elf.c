@@ -24,8 +24,10 @@
 #include <gelf.h>
 #include <libelf.h>
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -707,7 +709,7 @@ static void dwarf_frames(Dwarf_Die *cudie, Dwarf_Addr pc, const char *file,
             continue;
         decl_file = dwarf_decl_file(d);
         dwarf_decl_line(d, &decl);
-        out->f[out->n++] = (em_symb_frame){ die_name(d),
+        out->f[out->n++] = (em_symb_frame){ die_name(d), NULL,
                                             decl_file != NULL ? decl_file
                                                               : file,
                                             line, decl };
@@ -923,7 +925,7 @@ static int table_frames(em_symb_file *f, Dwarf_Die *cudie, Dwarf_Addr pc,
         int decl = 0;
         const char *decl_file = dwarf_decl_file(d);
         dwarf_decl_line(d, &decl);
-        out->f[out->n++] = (em_symb_frame){ die_name(d),
+        out->f[out->n++] = (em_symb_frame){ die_name(d), NULL,
                                             decl_file != NULL ? decl_file
                                                               : file,
                                             line, decl };
@@ -934,28 +936,78 @@ static int table_frames(em_symb_file *f, Dwarf_Die *cudie, Dwarf_Addr pc,
     return EMBER_OK;
 }
 
-/* Packs OUT's frames and their strings into one allocation. */
+/* ---- demangling --------------------------------------------------------
+** libstdc++'s __cxa_demangle, looked up with dlopen so that neither
+** libember nor its users link C++; without libstdc++ names stay mangled. */
+
+typedef char *(*cxa_demangle_fn)(const char *, char *, size_t *, int *);
+static cxa_demangle_fn cxa_demangle;
+static pthread_once_t cxa_once = PTHREAD_ONCE_INIT;
+
+static void cxa_load(void)
+{
+    void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+    void *f = h != NULL ? dlsym(h, "__cxa_demangle") : NULL;
+
+    /* A function pointer from dlsym's void *, as POSIX requires to work. */
+    memcpy(&cxa_demangle, &f, sizeof f);
+}
+
+char *em_symb_demangle(const char *name)
+{
+    char *d, *out;
+    int status = -1;
+
+    if (name == NULL || strncmp(name, "_Z", 2) != 0)
+        return NULL;
+    pthread_once(&cxa_once, cxa_load);
+    if (cxa_demangle == NULL ||
+        (d = cxa_demangle(name, NULL, NULL, &status)) == NULL)
+        return NULL;
+    out = status == 0 ? em_strdup(d) : NULL;
+    free(d);                    /* libstdc++'s malloc */
+    return out;
+}
+
+/* Packs FR's frames and their strings into one allocation; a frame's name
+** is demangled when it can be, its system name keeps the linkage name. */
 static int frames_pack(const frames *fr, em_symb_res **out)
 {
     size_t bytes = sizeof(em_symb_res) + fr->n * sizeof(em_symb_frame);
-    em_symb_res *r;
+    char *dm[EM_SYMB_MAX_INLINE] = { NULL };
+    em_symb_res *r = NULL;
     char *p;
+    int rc = EMBER_OK;
 
-    for (uint32_t i = 0; i < fr->n; i++)
-        bytes += strlen(fr->f[i].name) + strlen(fr->f[i].file) + 2;
-    if ((r = em_malloc(bytes)) == NULL)
-        return em_err(EMBER_ENOMEM, "symbolize: out of memory for frames");
+    for (uint32_t i = 0; i < fr->n; i++) {
+        dm[i] = em_symb_demangle(fr->f[i].name);
+        bytes += strlen(fr->f[i].name) + strlen(fr->f[i].file) + 2 +
+                 (dm[i] != NULL ? strlen(dm[i]) + 1 : 0);
+    }
+    if ((r = em_malloc(bytes)) == NULL) {
+        rc = em_err(EMBER_ENOMEM, "symbolize: out of memory for frames");
+        goto done;
+    }
     r->nframes = fr->n;
     p = (char *)&r->frames[fr->n];
     for (uint32_t i = 0; i < fr->n; i++) {
         size_t ln = strlen(fr->f[i].name) + 1, lf = strlen(fr->f[i].file) + 1;
         r->frames[i] = fr->f[i];
-        r->frames[i].name = memcpy(p, fr->f[i].name, ln);
+        r->frames[i].system_name = memcpy(p, fr->f[i].name, ln);
         r->frames[i].file = memcpy(p + ln, fr->f[i].file, lf);
         p += ln + lf;
+        r->frames[i].name = r->frames[i].system_name;
+        if (dm[i] != NULL) {
+            size_t ld = strlen(dm[i]) + 1;
+            r->frames[i].name = memcpy(p, dm[i], ld);
+            p += ld;
+        }
     }
     *out = r;
-    return EMBER_OK;
+done:
+    for (uint32_t i = 0; i < fr->n; i++)
+        em_free(dm[i]);
+    return rc;
 }
 
 /* The CU holding module address VADDR of F, through libdw or F's own
@@ -1017,7 +1069,7 @@ int em_symb_file_resolve(em_symb_file *f, uint64_t vaddr, em_symb_res **out)
         if (sym == NULL && fr.n == 0)
             return EMBER_OK;
         if (fr.n == 0)
-            fr.f[fr.n++] = (em_symb_frame){ sym, file, line, 0 };
+            fr.f[fr.n++] = (em_symb_frame){ sym, NULL, file, line, 0 };
         else
             fr.f[fr.n - 1].name = sym != NULL ? sym : "";
     }

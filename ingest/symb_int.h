@@ -62,7 +62,8 @@ bool em_symb_file_vaddr(const em_symb_file *f, uint64_t off, uint64_t *vaddr);
 
 /* One resolved frame; strings live in the cache entry. */
 typedef struct em_symb_frame {
-    const char *name;           /* linkage name, else DWARF name, else symtab */
+    const char *name;           /* demangled when it is a C++ or Rust name */
+    const char *system_name;    /* linkage name, else DWARF name, else symtab */
     const char *file;           /* source file of the function, or "" */
     int64_t line;               /* line in it, 0: unknown */
     int64_t start_line;         /* line the function is declared on */
@@ -78,6 +79,12 @@ typedef struct em_symb_res {
 /* Resolves ELF address VADDR of F with libdw (symbols, lines, inlines,
 ** separate debuginfo). *OUT is NULL when nothing resolves; ENOMEM. */
 int em_symb_file_resolve(em_symb_file *f, uint64_t vaddr, em_symb_res **out);
+
+/* NAME demangled (C++, and Rust's legacy scheme, through libstdc++'s
+** __cxa_demangle found at run time), in memory to em_free; NULL when NAME
+** is not a mangled name, cannot be demangled, libstdc++ is not installed,
+** or memory ran out. */
+char *em_symb_demangle(const char *name);
 
 /* The name of the function symbol holding ELF address ADDR of F (from a
 ** table sorted by address, built at the first call), NULL in *NAME when

@@ -156,7 +156,8 @@ static int loc_add(em_symbolizer *s, em_pset *set, uint32_t mapping1,
         s->stats.unresolved++;
     for (uint32_t i = 0; i < n; i++) {
         const em_symb_frame *fr = &r->frames[i];
-        ember_function fn = { fr->name, fr->name, fr->file, fr->start_line };
+        ember_function fn = { fr->name, fr->system_name, fr->file,
+                              fr->start_line };
         if ((rc = em_pset_function(set, &fn, &lines[i].function)) != 0)
             return rc;
         lines[i].line = fr->line;

@@ -895,6 +895,54 @@ static void test_subprogram_table(void **state)
     assert_true(tables_agree(fixture, 500) > 10);
 }
 
+/* ---- C++ names ------------------------------------------------------------ */
+
+/* C++ functions resolve to demangled names, with the linkage name kept as
+** the system name; C names and garbage are left alone. */
+static void test_demangle(void **state)
+{
+    char bin[1200], cmd[2600], *d;
+    em_symb_file *f = NULL;
+    em_symb_res *r = NULL;
+    uint64_t hot, area;
+    int fd;
+
+    (void)state;
+    if ((d = em_symb_demangle("_ZN6shapes3hotEi")) == NULL) {
+        print_message("skipped: no libstdc++ to demangle with\n");
+        skip();
+    }
+    assert_string_equal(d, "shapes::hot(int)");
+    em_free(d);
+    assert_null(em_symb_demangle("hot_leaf"));
+    assert_null(em_symb_demangle("_Z"));
+    assert_null(em_symb_demangle("_Zgarbage!"));
+    assert_null(em_symb_demangle(NULL));
+    snprintf(bin, sizeof bin, "%s/cxx", tmp);
+    snprintf(cmd, sizeof cmd, "clang++ -O1 -g -fno-omit-frame-pointer -o %s "
+             "tests/fixtures/cxx_target.cc 2> /dev/null", bin);
+    if (system(cmd) != 0) {
+        print_message("skipped: clang++ cannot build the C++ fixture\n");
+        skip();
+    }
+    hot = nm_addr(bin, "_ZN6shapes3hotEi", NULL);
+    area = nm_addr(bin, "_ZNK6shapes3boxIlE4areaEi", NULL);
+    fd = open(bin, O_RDONLY);
+    assert_int_equal(em_symb_file_open(fd, bin, 1, 2, &f), EMBER_OK);
+    assert_int_equal(em_symb_file_resolve(f, hot + 1, &r), EMBER_OK);
+    assert_non_null(r);
+    assert_string_equal(r->frames[r->nframes - 1].name, "shapes::hot(int)");
+    assert_string_equal(r->frames[r->nframes - 1].system_name,
+                        "_ZN6shapes3hotEi");
+    em_free(r);
+    assert_int_equal(em_symb_file_resolve(f, area + 1, &r), EMBER_OK);
+    assert_non_null(r);
+    assert_string_equal(r->frames[r->nframes - 1].name,
+                        "shapes::box<long>::area(int) const");
+    em_free(r);
+    em_symb_file_close(f);
+}
+
 /* ---- kernel and unknown addresses ---------------------------------------- */
 
 static uint64_t kallsyms_addr(const char *sym)
@@ -1176,6 +1224,7 @@ int main(void)
         cmocka_unit_test(test_debuglink),
         cmocka_unit_test(test_symtab_index),
         cmocka_unit_test(test_subprogram_table),
+        cmocka_unit_test(test_demangle),
         cmocka_unit_test(test_kernel),
         cmocka_unit_test(test_kallsyms),
         cmocka_unit_test(test_unknown),
