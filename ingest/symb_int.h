@@ -23,6 +23,7 @@
 struct Dwfl;
 struct Dwfl_Module;
 struct em_symb_cus;             /* CU address ranges (ingest/symb_elf.c) */
+struct em_symb_perfmap;         /* a JIT's perf map (ingest/symb_perfmap.c) */
 
 /* A PT_LOAD program header: what maps file offsets to ELF addresses. */
 typedef struct em_symb_seg {
@@ -136,7 +137,21 @@ typedef struct em_symb_proc {
     char *exe, *build_id, *cgroup, *container_id;
     em_symb_map *maps;          /* executable mappings, sorted by start */
     size_t nmaps;
+    struct em_symb_perfmap *perfmap;    /* read at its first JIT frame */
 } em_symb_proc;
+
+/* ---- JIT code: /tmp/perf-PID.map (ingest/symb_perfmap.c) --------------- */
+
+/* Parses one perf map line "START SIZE NAME" (hex, 0x optional): false
+** when it is not one. NAME points into LINE, NAME_LEN bytes (cut). */
+bool em_symb_perfmap_line(const char *line, uint64_t *start, uint64_t *size,
+                          const char **name, size_t *name_len);
+/* The name P's perf map gives runtime address ADDR, NULL when none (no
+** map, not the process's own file, no line holds it); the string lives
+** until P's map is read again. ENOMEM. */
+int em_symb_perfmap_lookup(em_symbolizer *s, em_symb_proc *p, uint64_t addr,
+                           const char **name);
+void em_symb_perfmap_free(struct em_symb_perfmap *m);   /* NULL: no-op */
 
 /* The kernel's text symbols (ingest/symb_kernel.c). */
 typedef struct em_symb_kernel em_symb_kernel;

@@ -495,6 +495,8 @@ static void capture_clear(em_symb_proc *p)
             em_free(p->maps[i].name);
     }
     em_free(p->maps);
+    em_symb_perfmap_free(p->perfmap);
+    p->perfmap = NULL;
     em_free(p->exe);
     em_free(p->build_id);
     em_free(p->cgroup);

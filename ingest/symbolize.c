@@ -198,6 +198,28 @@ static const em_symb_map *user_map(em_symbolizer *s, uint32_t pid,
     return *pp != NULL ? em_symb_proc_map(*pp, addr) : NULL;
 }
 
+/* A frame in code no ELF file describes (a JIT's anonymous memory): named
+** by the process's perf map when it has one, else a bare address. */
+static int jit_frame(em_symbolizer *s, em_pset *set, em_symb_proc *p,
+                     uint32_t map1, uint64_t addr, bool leaf, uint32_t *loc)
+{
+    const char *name = NULL;
+    em_pset_line line = { 0, 0 };
+    int rc = p != NULL ? em_symb_perfmap_lookup(s, p, leaf || addr == 0
+                                                      ? addr : addr - 1,
+                                                &name)
+                       : EMBER_OK;
+
+    if (rc != EMBER_OK)
+        return rc;
+    if (name == NULL)
+        return loc_add(s, set, map1, addr, NULL, loc);
+    ember_function fn = { name, name, "", 0 };
+    if ((rc = em_pset_function(set, &fn, &line.function)) != EMBER_OK)
+        return rc;
+    return em_pset_location(set, map1, addr, &line, 1, loc);
+}
+
 /* One user frame: ADDR of PID, a return address unless LEAF. */
 static int user_frame(em_symbolizer *s, em_pset *set, uint32_t pid,
                       em_symb_proc **pp, uint64_t addr, bool leaf,
@@ -216,8 +238,9 @@ static int user_frame(em_symbolizer *s, em_pset *set, uint32_t pid,
         return loc_add(s, set, 0, addr, NULL, loc);
     if ((rc = map_add(set, m, &map1)) != EMBER_OK)
         return rc;
-    if (m->file == NULL ||
-        !em_symb_file_vaddr(m->file, addr - m->start + m->pgoff, &vaddr))
+    if (m->file == NULL)
+        return jit_frame(s, set, *pp, map1, addr, leaf, loc);
+    if (!em_symb_file_vaddr(m->file, addr - m->start + m->pgoff, &vaddr))
         return loc_add(s, set, map1, addr - m->bias, NULL, loc);
     /* A return address is the instruction after the call: look up the
     ** call itself, which may be the last one of its function or inline. */

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -943,6 +944,116 @@ static void test_demangle(void **state)
     em_symb_file_close(f);
 }
 
+/* ---- JIT code: perf maps ------------------------------------------------- */
+
+static void test_perfmap_line(void **state)
+{
+    uint64_t start, size;
+    const char *name;
+    size_t len;
+
+    (void)state;
+    assert_true(em_symb_perfmap_line("7f3a2c01e2a0 4c LazyCompile:~fib a.js:3\n",
+                                     &start, &size, &name, &len));
+    assert_true(start == 0x7f3a2c01e2a0 && size == 0x4c);
+    assert_int_equal(len, strlen("LazyCompile:~fib a.js:3"));
+    assert_memory_equal(name, "LazyCompile:~fib a.js:3", len);
+    assert_true(em_symb_perfmap_line("0x10 0x20 py::f:/x.py\r\n", &start,
+                                     &size, &name, &len));
+    assert_true(start == 0x10 && size == 0x20 && len == 11);
+    assert_false(em_symb_perfmap_line("10 0 zero-sized\n", &start, &size,
+                                      &name, &len));
+    assert_false(em_symb_perfmap_line("10 20\n", &start, &size, &name, &len));
+    assert_false(em_symb_perfmap_line("xyz 20 f\n", &start, &size, &name,
+                                      &len));
+    assert_false(em_symb_perfmap_line("10  20 f\n", &start, &size, &name,
+                                      &len));
+    assert_false(em_symb_perfmap_line("fffffffffffffff0 20 wraps\n", &start,
+                                      &size, &name, &len));
+    assert_false(em_symb_perfmap_line("10000000000000000 1 long\n", &start,
+                                      &size, &name, &len));
+}
+
+/* A child that copies "push rbp; mov rbp, rsp; jmp ." into anonymous
+** executable memory, writes its perf map (as a regular file, or as a
+** symbolic link to one when LINK), says where the code is, and runs it. */
+static pid_t jit_child(bool link, uint64_t *code)
+{
+    static const unsigned char loop[] = { 0x55, 0x48, 0x89, 0xe5, 0xeb, 0xfe };
+    char buf[64] = "";
+    int fds[2];
+    pid_t pid;
+
+    assert_int_equal(pipe(fds), 0);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        char map[128], target[1200];
+        void *m;
+        FILE *f;
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        m = mmap(NULL, 4096, PROT_READ | PROT_WRITE | PROT_EXEC,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED)
+            _exit(1);
+        memcpy(m, loop, sizeof loop);
+        snprintf(map, sizeof map, "/tmp/perf-%d.map", (int)getpid());
+        snprintf(target, sizeof target, "%s/jit-%d.map", tmp, (int)getpid());
+        if ((f = fopen(link ? target : map, "w")) == NULL)
+            _exit(1);
+        /* An older function once at the same address: the later line wins. */
+        fprintf(f, "%lx 6 stale_function\n%lx %zx jitted_loop\n",
+                (unsigned long)(uintptr_t)m, (unsigned long)(uintptr_t)m,
+                sizeof loop);
+        fclose(f);
+        if (link && symlink(target, map) != 0)
+            _exit(1);
+        dprintf(fds[1], "%lx\n", (unsigned long)(uintptr_t)m);
+        ((void (*)(void))m)();
+        _exit(0);
+    }
+    close(fds[1]);
+    assert_true(read(fds[0], buf, sizeof buf - 1) > 0);
+    close(fds[0]);
+    *code = strtoull(buf, NULL, 16);
+    assert_true(*code != 0);
+    return pid;
+}
+
+/* A frame in a JIT's anonymous memory takes its name from the process's
+** perf map; a map that is a symbolic link is not read (the agent must not
+** be led to read another file); without a name the address stays. */
+static void test_perfmap(void **state)
+{
+    em_symbolizer *s = NULL;
+    em_pset set = { 0 };
+    char map[128];
+    uint32_t loc;
+    uint64_t code, a;
+
+    (void)state;
+    for (int link = 0; link < 2; link++) {
+        pid_t pid = jit_child(link, &code);
+        assert_int_equal(em_symbolizer_new(&s), EMBER_OK);
+        a = code + 4;
+        assert_int_equal(em_symbolize_user(s, &set, (uint32_t)pid, &a, 1,
+                                           &loc), EMBER_OK);
+        if (!link) {
+            assert_int_equal(set.locs[loc].nlines, 1);
+            assert_string_equal(loc_fn(&set, loc, 0)->name, "jitted_loop");
+        } else {
+            assert_int_equal(set.locs[loc].nlines, 0);
+        }
+        reap(pid);
+        snprintf(map, sizeof map, "/tmp/perf-%d.map", (int)pid);
+        unlink(map);
+        em_pset_free(&set);
+        memset(&set, 0, sizeof set);
+        em_symbolizer_free(s);
+        s = NULL;
+    }
+}
+
 /* ---- kernel and unknown addresses ---------------------------------------- */
 
 static uint64_t kallsyms_addr(const char *sym)
@@ -1225,6 +1336,8 @@ int main(void)
         cmocka_unit_test(test_symtab_index),
         cmocka_unit_test(test_subprogram_table),
         cmocka_unit_test(test_demangle),
+        cmocka_unit_test(test_perfmap_line),
+        cmocka_unit_test(test_perfmap),
         cmocka_unit_test(test_kernel),
         cmocka_unit_test(test_kallsyms),
         cmocka_unit_test(test_unknown),
