@@ -24,8 +24,9 @@
 **   buckets, so stacks are lost only when it is full; a 64-bit hash shared
 **   by two different stacks is caught by comparing the stored frame
 **   count, leaf and root, and that sample loses its stack (counted).
-** - Exec of a process and exit of its last thread reach user space as
-**   (event, tgid) through a ring buffer (tp_btf: no tracefs needed).
+** - Exec of a process, its first sample since then and the exit of its
+**   last thread reach user space as (event, tgid) through a ring buffer
+**   (tp_btf: no tracefs needed).
 */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -185,6 +186,51 @@ static __always_inline bool count_key(void *counts, struct em_bpf_key *key,
     return true;
 }
 
+/* Sends (EVENT, TGID) to user space; a full ring buffer is counted. */
+static __always_inline void send_event(__u32 event, __u32 tgid)
+{
+    struct em_bpf_event *e;
+    __u32 k = EM_BPF_STATS_EVENTS;
+
+    if (target_tgid != 0 && tgid != target_tgid)
+        return;
+    e = bpf_ringbuf_reserve(&em_events, sizeof *e, 0);
+    if (e == NULL) {
+        struct em_bpf_stats *st = bpf_map_lookup_elem(&em_stats, &k);
+        if (st != NULL)
+            __sync_fetch_and_add(&st->events_lost, 1);
+        return;
+    }
+    e->event = event;
+    e->tgid = tgid;
+    bpf_ringbuf_submit(e, 0);
+}
+
+/* Processes sampled since their exec (or the start): the first sample of
+** each is sent to user space, which captures the process while it runs,
+** so processes never sampled cost no capture beyond their exec. */
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 32768);
+    __type(key, __u32);
+    __type(value, __u8);
+} em_seen SEC(".maps");
+
+/* Whether user space wants process events (set before load). */
+const volatile bool want_events = false;
+
+/* Tells user space the first time TGID is sampled since its exec. A full
+** em_seen sends nothing: user space then captures at the drain. */
+static __always_inline void first_sample(__u32 tgid)
+{
+    __u8 one = 1;
+
+    if (!want_events || bpf_map_lookup_elem(&em_seen, &tgid) != NULL)
+        return;
+    if (bpf_map_update_elem(&em_seen, &tgid, &one, BPF_NOEXIST) == 0)
+        send_event(EM_BPF_PROC_SAMPLED, tgid);
+}
+
 /* Counts the current sample in map set SET (COUNTS, STACKS). */
 static __always_inline void sample(void *ctx, __u32 set, void *counts,
                                    void *stacks)
@@ -205,6 +251,7 @@ static __always_inline void sample(void *ctx, __u32 set, void *counts,
     }
     if (target_tgid != 0 && tgid != target_tgid)
         return;
+    first_sample(tgid);
     __builtin_memset(&key, 0, sizeof key);
     key.tgid = tgid;
     key.cgroup_id = bpf_get_current_cgroup_id();
@@ -243,30 +290,13 @@ int em_sample(struct bpf_perf_event_data *ctx)
     return 0;
 }
 
-/* Sends (EVENT, TGID) to user space; a full ring buffer is counted. */
-static __always_inline void send_event(__u32 event, __u32 tgid)
-{
-    struct em_bpf_event *e;
-    __u32 k = EM_BPF_STATS_EVENTS;
-
-    if (target_tgid != 0 && tgid != target_tgid)
-        return;
-    e = bpf_ringbuf_reserve(&em_events, sizeof *e, 0);
-    if (e == NULL) {
-        struct em_bpf_stats *st = bpf_map_lookup_elem(&em_stats, &k);
-        if (st != NULL)
-            __sync_fetch_and_add(&st->events_lost, 1);
-        return;
-    }
-    e->event = event;
-    e->tgid = tgid;
-    bpf_ringbuf_submit(e, 0);
-}
-
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(em_proc_exec, struct task_struct *p)
 {
-    send_event(EM_BPF_PROC_EXEC, BPF_CORE_READ(p, tgid));
+    __u32 tgid = BPF_CORE_READ(p, tgid);
+
+    bpf_map_delete_elem(&em_seen, &tgid);   /* a new image: tell again */
+    send_event(EM_BPF_PROC_EXEC, tgid);
     return 0;
 }
 
@@ -277,8 +307,12 @@ int BPF_PROG(em_proc_exec, struct task_struct *p)
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(em_proc_exit, struct task_struct *p)
 {
+    __u32 tgid;
+
     if (BPF_CORE_READ(p, signal, live.counter) != 0)
         return 0;
-    send_event(EM_BPF_PROC_EXIT, BPF_CORE_READ(p, tgid));
+    tgid = BPF_CORE_READ(p, tgid);
+    bpf_map_delete_elem(&em_seen, &tgid);   /* the pid may be reused */
+    send_event(EM_BPF_PROC_EXIT, tgid);
     return 0;
 }

@@ -39,7 +39,9 @@
 
 _Static_assert(EM_BPF_MAX_DEPTH == EM_SAMPLER_MAX_DEPTH, "stack depth");
 _Static_assert((int)EM_BPF_PROC_EXEC == (int)EM_PROC_EXEC &&
-               (int)EM_BPF_PROC_EXIT == (int)EM_PROC_EXIT, "event values");
+               (int)EM_BPF_PROC_EXIT == (int)EM_PROC_EXIT &&
+               (int)EM_BPF_PROC_SAMPLED == (int)EM_PROC_SAMPLED,
+               "event values");
 
 #define DEFAULT_FREQUENCY 19
 #define DEFAULT_ENTRIES 16384
@@ -258,6 +260,7 @@ static int load(em_sampler *s, const em_sampler_opts *o)
     if (err != 0)
         return em_err(EMBER_EIO, "sampler: size maps: %s", strerror(-err));
     k->rodata->target_tgid = (__u32)o->pid;
+    k->rodata->want_events = s->proc != NULL;
     if (s->proc == NULL) {      /* nobody listens: do not load the hooks */
         bpf_program__set_autoload(k->progs.em_proc_exec, false);
         bpf_program__set_autoload(k->progs.em_proc_exit, false);

@@ -67,8 +67,9 @@ typedef struct em_sampler_stats {
     uint64_t drain_ns;          /* time em_sampler_drain took */
 } em_sampler_stats;
 
-/* A process event from the ring buffer. */
-enum { EM_PROC_EXEC = 1, EM_PROC_EXIT = 2 };
+/* A process event from the ring buffer: an exec, the exit of the last
+** thread, the first sample since the exec (or since the start). */
+enum { EM_PROC_EXEC = 1, EM_PROC_EXIT = 2, EM_PROC_SAMPLED = 3 };
 typedef void (*em_proc_fn)(void *ctx, int event, uint32_t tgid);
 
 /* EMBER_OK when this machine can run the sampler; otherwise EMBER_EINVAL

@@ -52,9 +52,9 @@ struct em_bpf_stats {
 enum { EM_BPF_STATS_SET0 = 0, EM_BPF_STATS_SET1 = 1, EM_BPF_STATS_EVENTS = 2,
        EM_BPF_STATS_N = 3 };
 
-/* A ring buffer record; the event values equal EM_PROC_EXEC and
-** EM_PROC_EXIT of bpf/sampler.h (checked there). */
-enum { EM_BPF_PROC_EXEC = 1, EM_BPF_PROC_EXIT = 2 };
+/* A ring buffer record; the event values equal EM_PROC_EXEC,
+** EM_PROC_EXIT and EM_PROC_SAMPLED of bpf/sampler.h (checked there). */
+enum { EM_BPF_PROC_EXEC = 1, EM_BPF_PROC_EXIT = 2, EM_BPF_PROC_SAMPLED = 3 };
 struct em_bpf_event {
     __u32 event;
     __u32 tgid;

@@ -268,7 +268,7 @@ static void test_windows(void **state)
 
 typedef struct events {
     pid_t child;
-    int exec, exit;             /* seen for CHILD */
+    int exec, exit, sampled;    /* seen for CHILD */
     int other;                  /* events of other processes */
 } events;
 
@@ -282,6 +282,8 @@ static void on_proc(void *ctx, int event, uint32_t tgid)
         e->exec++;
     else if (event == EM_PROC_EXIT)
         e->exit++;
+    else if (event == EM_PROC_SAMPLED)
+        e->sampled++;
 }
 
 /* Polls S until CHILD's exec and exit arrived or 3 s passed. */
@@ -314,6 +316,42 @@ static void test_exec_exit_events(void **state)
     poll_events(s, &e, 1);
     em_sampler_close(s);
     assert_int_equal(e.exec, 1);
+    assert_int_equal(e.exit, 1);
+}
+
+/* A child that spins for 300 ms is sampled about 30 times but announced
+** once, at its first sample; its exec is told apart, and so is the first
+** sample of the new image after it. */
+static void test_sampled_event(void **state)
+{
+    em_sampler_opts o = { .sz = sizeof o, .frequency = FREQ };
+    em_sampler *s = NULL;
+    events e = { 0 };
+    int status;
+
+    EM_UNUSED(state);
+    REQUIRE_SAMPLER();
+    if (em_sampler_open(&o, on_proc, &e, &s) != EMBER_OK)
+        fail_msg("em_sampler_open: %s", em_errmsg());
+    e.child = fork();
+    assert_true(e.child >= 0);
+    if (e.child == 0) {
+        double until = now_s() + 0.3;
+        while (now_s() < until)
+            ;
+        /* The new image spins too (sh's loop), announced again. */
+        execl("/bin/sh", "sh", "-c",
+              "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done",
+              (char *)NULL);
+        _exit(127);
+    }
+    assert_int_equal(waitpid(e.child, &status, 0), e.child);
+    poll_events(s, &e, 1);
+    em_sampler_close(s);
+    printf("child: %d exec, %d sampled, %d exit events\n", e.exec, e.sampled,
+           e.exit);
+    assert_int_equal(e.exec, 1);
+    assert_int_equal(e.sampled, 2);
     assert_int_equal(e.exit, 1);
 }
 
@@ -680,6 +718,7 @@ int main(void)
         cmocka_unit_test(test_check),
         cmocka_unit_test(test_windows),
         cmocka_unit_test(test_exec_exit_events),
+        cmocka_unit_test(test_sampled_event),
         cmocka_unit_test(test_pid_filter),
         cmocka_unit_test(test_drain_stops),
         cmocka_unit_test(test_stack_map_full),
