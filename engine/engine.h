@@ -206,6 +206,11 @@ int em_reader_open(ember_db *db, em_reader **out);
 void em_reader_close(em_reader *rd);                /* NULL: no-op */
 /* The snapshot, for resolving stacks (em_rprofile_build). */
 ember_snapshot *em_reader_snapshot(em_reader *rd);
+/* Bounds of snapshot S's location, function and mapping ids: every id a
+** record names is below its table's bound (one past it is corruption,
+** which the lookup reports), for callers that index arrays by id. */
+void em_snapshot_bounds(ember_snapshot *s, uint32_t *locations,
+                        uint32_t *functions, uint32_t *mappings);
 /* Adds what SEL selects to the reader's merge accumulator; on failure the
 ** accumulator is emptied. */
 int em_reader_merge_add(em_reader *rd, const ember_selector *sel);

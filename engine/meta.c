@@ -241,6 +241,8 @@ typedef struct arena_block {
 struct ember_snapshot {
     em_rtxn r;
     arena_block *blocks;
+    MDB_cursor *cur[EM_T_COUNT];    /* one per table, opened on first use */
+    int64_t at[EM_T_COUNT];         /* the id each is on; -1: none */
 };
 
 /* Bump allocation that lives until the snapshot ends. */
@@ -275,6 +277,8 @@ EMBER_API int ember_snapshot_begin(ember_db *db, ember_snapshot **out)
     s = em_calloc(1, sizeof *s);
     if (s == NULL)
         return em_err(EMBER_ENOMEM, "snapshot");
+    for (int t = 0; t < EM_T_COUNT; t++)
+        s->at[t] = -1;
     rc = em_rtxn_begin(db, &s->r);
     if (rc != EMBER_OK) {
         em_free(s);
@@ -289,6 +293,14 @@ em_rtxn *em_snapshot_rtxn(ember_snapshot *s)
     return &s->r;
 }
 
+void em_snapshot_bounds(ember_snapshot *s, uint32_t *locations,
+                        uint32_t *functions, uint32_t *mappings)
+{
+    *locations = s->r.next[EM_T_LOCATION];
+    *functions = s->r.next[EM_T_FUNCTION];
+    *mappings = s->r.next[EM_T_MAPPING];
+}
+
 EMBER_API void ember_snapshot_end(ember_snapshot *s)
 {
     if (s == NULL)
@@ -298,17 +310,36 @@ EMBER_API void ember_snapshot_end(ember_snapshot *s)
         em_free(s->blocks);
         s->blocks = next;
     }
+    for (int t = 0; t < EM_T_COUNT; t++)
+        if (s->cur[t] != NULL)      /* a read txn's cursors need closing */
+            mdb_cursor_close(s->cur[t]);
     em_rtxn_end(&s->r);
     em_free(s);
 }
 
+/* Record ID of TABLE through the table's cursor: callers resolve many ids,
+** often in ascending order (a merged profile's stacks), which the cursor
+** finds on the page it is on, or as the next record when they are dense. */
 static int snap_get(ember_snapshot *s, int table, uint32_t id,
                     const uint8_t **rec, size_t *len)
 {
+    int mrc, rc;
+
     em_err_clear();
     if (s == NULL)
         return em_err(EMBER_EINVAL, "NULL snapshot");
-    return em_table_get(s->r.txn, s->r.db, table, id, rec, len);
+    if (s->cur[table] == NULL &&
+        (mrc = mdb_cursor_open(s->r.txn, s->r.db->dbi[table],
+                               &s->cur[table])) != MDB_SUCCESS) {
+        s->cur[table] = NULL;
+        return em_lmdb(mrc, em_table_names[table]);
+    }
+    if (s->at[table] >= 0 && id == s->at[table] + 1)
+        rc = em_table_next(s->cur[table], table, id, rec, len);
+    else
+        rc = em_table_get_at(s->cur[table], table, id, rec, len);
+    s->at[table] = rc == EMBER_OK ? (int64_t)id : -1;
+    return rc;
 }
 
 EMBER_API int ember_snapshot_string(ember_snapshot *s, uint32_t id,

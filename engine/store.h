@@ -68,6 +68,11 @@ typedef struct em_icache {
     size_t nfns, capfns;
 } em_icache;
 
+/* The icache's key space of functions by their strings (a "table" after
+** the real ones): one probe finds a known function, where interning its
+** three strings and then its record takes four. */
+#define EM_IC_FUNCTION_TEXT EM_T_COUNT
+
 /* *ID of TABLE's record REC (hash H), when cached. */
 bool em_icache_get(const em_icache *c, int table, uint64_t h,
                    const uint8_t *rec, size_t len, uint32_t *id);
@@ -279,11 +284,22 @@ int em_table_find(MDB_txn *txn, ember_db *db, int table, const uint8_t *rec,
 ** valid until the txn ends. */
 int em_table_get(MDB_txn *txn, ember_db *db, int table, uint32_t id,
                  const uint8_t **rec, size_t *len);
+/* The same through CUR, a cursor on TABLE: LMDB's cursor first looks at
+** the leaf page it is on, so ids looked up in ascending order (a merged
+** profile's stacks) mostly skip the walk down from the root. */
+int em_table_get_at(MDB_cursor *cur, int table, uint32_t id,
+                    const uint8_t **rec, size_t *len);
+/* The same when CUR is on ID - 1: the next record is ID's when the ids
+** around it are dense, as they are in an intern table; else a lookup. */
+int em_table_next(MDB_cursor *cur, int table, uint32_t id,
+                  const uint8_t **rec, size_t *len);
 int em_intern_str(em_wtxn *w, const char *s, size_t len, uint32_t *id);
-/* Series: type and labels to id; new series get their postings staged. */
-/* What em_series_intern would refuse before writing anything: the type and
-** the labels (names, lengths, repeats). */
-int em_series_check(const char *type, const ember_label *labels, size_t n);
+/* What em_series_intern would refuse before writing anything: the labels
+** (names, lengths, repeats). */
+int em_series_check(const ember_label *labels, size_t n);
+/* Series: type and labels to id; new series get their postings staged.
+** TYPE was checked by the caller (em_profile_type_check): every append
+** checks it once, not once per step. */
 int em_series_intern(em_wtxn *w, const char *type, const ember_label *labels,
                      size_t n, uint32_t *id);
 /* Stacks: validated and interned; new ones stage function postings. */

@@ -14,25 +14,58 @@
 
 /* ---- generic tables -------------------------------------------------------- */
 
+/* The result of looking up ID in TABLE: MRC and the record D. */
+static int table_got(int table, uint32_t id, int mrc, const MDB_val *d,
+                     const uint8_t **rec, size_t *len)
+{
+    *rec = NULL;
+    *len = 0;
+    if (mrc == MDB_NOTFOUND)
+        return em_err(EMBER_ENOTFOUND, "%s %u: no such id",
+                      em_table_names[table], id);
+    if (mrc != MDB_SUCCESS)
+        return em_lmdb(mrc, em_table_names[table]);
+    *rec = d->mv_data;
+    *len = d->mv_size;
+    if (table == EM_T_STRING) {
+        if (d->mv_size == 0 || ((const uint8_t *)d->mv_data)[d->mv_size - 1])
+            return EM_CORRUPT("string %u: missing terminator", id);
+        *len = d->mv_size - 1;
+    }
+    return EMBER_OK;
+}
+
 int em_table_get(MDB_txn *txn, ember_db *db, int table, uint32_t id,
                  const uint8_t **rec, size_t *len)
 {
     MDB_val k = { sizeof id, &id }, d;
     int mrc = mdb_get(txn, db->dbi[table], &k, &d);
 
-    if (mrc == MDB_NOTFOUND)
-        return em_err(EMBER_ENOTFOUND, "%s %u: no such id",
-                      em_table_names[table], id);
-    if (mrc != MDB_SUCCESS)
-        return em_lmdb(mrc, em_table_names[table]);
-    *rec = d.mv_data;
-    *len = d.mv_size;
-    if (table == EM_T_STRING) {
-        if (d.mv_size == 0 || ((const uint8_t *)d.mv_data)[d.mv_size - 1])
-            return EM_CORRUPT("string %u: missing terminator", id);
-        *len = d.mv_size - 1;
+    return table_got(table, id, mrc, &d, rec, len);
+}
+
+int em_table_get_at(MDB_cursor *cur, int table, uint32_t id,
+                    const uint8_t **rec, size_t *len)
+{
+    MDB_val k = { sizeof id, &id }, d;
+    int mrc = mdb_cursor_get(cur, &k, &d, MDB_SET_KEY);
+
+    return table_got(table, id, mrc, &d, rec, len);
+}
+
+int em_table_next(MDB_cursor *cur, int table, uint32_t id,
+                  const uint8_t **rec, size_t *len)
+{
+    MDB_val k, d;
+    uint32_t have;
+    int mrc = mdb_cursor_get(cur, &k, &d, MDB_NEXT);
+
+    if (mrc == MDB_SUCCESS && k.mv_size == sizeof have) {
+        memcpy(&have, k.mv_data, sizeof have);
+        if (have == id)
+            return table_got(table, id, mrc, &d, rec, len);
     }
-    return EMBER_OK;
+    return em_table_get_at(cur, table, id, rec, len);  /* ids not dense */
 }
 
 /* Looks REC up under hash H; EMBER_OK with *id, or ENOTFOUND. */
@@ -49,8 +82,8 @@ static int table_lookup(MDB_txn *txn, ember_db *db, int table, uint64_t h,
     for (mrc = mdb_cursor_get(cur, &k, &d, MDB_SET_KEY);
          mrc == MDB_SUCCESS && rc == EMBER_ENOTFOUND;
          mrc = mdb_cursor_get(cur, &k, &d, MDB_NEXT_DUP)) {
-        const uint8_t *have;
-        size_t hlen;
+        const uint8_t *have = NULL;
+        size_t hlen = 0;
         uint32_t cand;
         if (d.mv_size != sizeof cand) {
             rc = EM_CORRUPT("%s index: entry of %zu bytes",
@@ -235,22 +268,36 @@ int em_location_decode(const uint8_t *p, size_t len, uint32_t *mapping,
     return rd_done(&r, "location");
 }
 
+/* The hot loop of every stack lookup: location ids under 2^14 take one or
+** two bytes, read here without the general varint reader. */
 int em_stack_decode(const uint8_t *p, size_t len, uint32_t *locs, size_t cap,
                     size_t *n)
 {
-    rd r = { p, p + len, false };
-    uint64_t depth = rd_u(&r);
+    const uint8_t *end = p + len;
+    uint64_t depth, v;
 
+    if (em_varint_get(&p, end, &depth) != 0)
+        return EM_CORRUPT("stack record: bad varint");
     if (depth > EM_MAX_STACK_DEPTH)
         return EM_CORRUPT("stack record: depth %llu",
                           (unsigned long long)depth);
-    for (uint64_t i = 0; i < depth && !r.bad; i++) {
-        uint32_t l = rd_u32(&r);
+    for (uint64_t i = 0; i < depth; i++) {
+        if (p < end && p[0] < 0x80) {
+            v = p[0];
+            p++;
+        } else if (end - p >= 2 && p[1] < 0x80) {
+            v = (uint64_t)(p[0] & 0x7f) | (uint64_t)p[1] << 7;
+            p += 2;
+        } else if (em_varint_get(&p, end, &v) != 0 || v > UINT32_MAX) {
+            return EM_CORRUPT("stack record: bad varint");
+        }
         if (i < cap)
-            locs[i] = l;
+            locs[i] = (uint32_t)v;
     }
     *n = (size_t)depth;
-    return rd_done(&r, "stack");
+    if (p != end)
+        return EM_CORRUPT("stack record: trailing bytes");
+    return EMBER_OK;
 }
 
 /* ---- series ------------------------------------------------------------------ */
@@ -314,13 +361,12 @@ static int series_stage(em_wtxn *w, const char *type, const label_ref *l,
     return rc;
 }
 
-int em_series_check(const char *type, const ember_label *labels, size_t n)
+int em_series_check(const ember_label *labels, size_t n)
 {
     label_ref l[EM_MAX_LABELS];
     size_t k = 0;
-    int rc = em_profile_type_check(type);
 
-    return rc == EMBER_OK ? labels_canon(labels, n, l, &k) : rc;
+    return labels_canon(labels, n, l, &k);
 }
 
 int em_series_intern(em_wtxn *w, const char *type, const ember_label *labels,
@@ -331,10 +377,8 @@ int em_series_intern(em_wtxn *w, const char *type, const ember_label *labels,
     size_t k = 0, len = 0;
     uint32_t sid;
     bool created;
-    int rc = em_profile_type_check(type);
+    int rc = labels_canon(labels, n, l, &k);
 
-    if (rc == EMBER_OK)
-        rc = labels_canon(labels, n, l, &k);
     if (rc == EMBER_OK)
         rc = em_intern_str(w, type, strlen(type), &sid);
     if (rc != EMBER_OK)

@@ -442,7 +442,8 @@ static void pend_free(ember_txn *t)
     t->npend = t->cap_pend = 0;
 }
 
-/* Interns P's series and keeps its canonical samples until commit. */
+/* Interns P's series and keeps its canonical samples until commit; P
+** passed append_check. */
 static int pend_append(ember_txn *t, const ember_profile *p)
 {
     em_wtxn *w = &t->w;
@@ -840,12 +841,30 @@ EMBER_API int ember_intern_mapping(ember_txn *t, const ember_mapping *m,
                                          NULL));
 }
 
+/* F's strings, each with its NUL, then its start line: the icache key of
+** F's content (EM_IC_FUNCTION_TEXT), in W's record scratch. */
+static int function_text(em_wtxn *w, const char *const s[3], const size_t
+                         len[3], int64_t start_line)
+{
+    em_buf *b = &w->rec;
+    int rc;
+
+    b->len = 0;
+    for (int i = 0; i < 3; i++)
+        if ((rc = em_buf_put(b, s[i], len[i] + 1)) != EMBER_OK)
+            return rc;
+    return em_buf_varint(b, em_zigzag(start_line));
+}
+
 EMBER_API int ember_intern_function(ember_txn *t, const ember_function *f,
                                     uint32_t *id)
 {
+    em_icache *ic;
     const char *s[3];
+    size_t len[3];
     uint32_t sid[3];
     uint8_t rec[4 * EM_VARINT_MAX];
+    uint64_t h;
     size_t n = 0;
     int rc;
 
@@ -855,16 +874,29 @@ EMBER_API int ember_intern_function(ember_txn *t, const ember_function *f,
         rc = em_err(EMBER_EINVAL, "ember_intern_function: NULL argument");
     if (rc != EMBER_OK)
         return rc;
+    ic = &t->w.db->icache;
     s[0] = nz(f->name);
     s[1] = nz(f->system_name);
     s[2] = nz(f->file);
+    for (int i = 0; i < 3; i++)
+        len[i] = strlen(s[i]);
+    if ((rc = function_text(&t->w, s, len, f->start_line)) != EMBER_OK)
+        return txn_result(t, rc);
+    h = em_hash64(t->w.rec.p, t->w.rec.len, EM_IC_FUNCTION_TEXT);
+    if (em_icache_get(ic, EM_IC_FUNCTION_TEXT, h, t->w.rec.p, t->w.rec.len,
+                      id))
+        return EMBER_OK;
     for (int i = 0; i < 3 && rc == EMBER_OK; i++) {
-        rc = em_intern_str(&t->w, s[i], strlen(s[i]), &sid[i]);
+        rc = em_intern_str(&t->w, s[i], len[i], &sid[i]);
         n += em_varint_put(rec + n, sid[i]);
     }
     n += em_varint_put(rec + n, em_zigzag(f->start_line));
     if (rc == EMBER_OK)
         rc = em_table_intern(&t->w, EM_T_FUNCTION, rec, n, id, NULL);
+    /* the key is still in the scratch: interning strings leaves it be */
+    if (rc == EMBER_OK)
+        em_icache_put(ic, EM_IC_FUNCTION_TEXT, h, t->w.rec.p, t->w.rec.len,
+                      *id);
     return txn_result(t, rc);
 }
 
@@ -941,7 +973,7 @@ static int append_check(const em_wtxn *w, const ember_profile *p)
     int rc = profile_check(p, 0);
 
     if (rc == EMBER_OK)
-        rc = em_series_check(p->type, p->labels, p->nlabels);
+        rc = em_series_check(p->labels, p->nlabels);
     for (size_t i = 0; rc == EMBER_OK && i < p->nsamples; i++)
         if (p->samples[i].stack >= w->c.next[EM_T_STACK])
             rc = em_err(EMBER_EINVAL, "a sample names stack %u, which does "

@@ -539,6 +539,39 @@ void em_pset_trim(em_pset *s)
     s->trimmed = true;
 }
 
+/* Empties IX but keeps its slots. */
+static void index_clear(em_hindex *ix)
+{
+    if (ix->slots != NULL)
+        memset(ix->slots, 0, (ix->mask + 1) * sizeof *ix->slots);
+}
+
+void em_pset_reset(em_pset *s)
+{
+    em_pset_block *keep = s->blocks;
+
+    if (s->trimmed) {               /* its indexes are gone: start over */
+        em_pset_free(s);
+        return;
+    }
+    if (keep != NULL) {             /* the newest block, the largest */
+        while (keep->next != NULL) {
+            em_pset_block *next = keep->next->next;
+            em_free(keep->next);
+            keep->next = next;
+        }
+        keep->used = 0;
+    }
+    index_clear(&s->mapping_index);
+    index_clear(&s->function_index);
+    index_clear(&s->loc_index);
+    index_clear(&s->stack_index);
+    s->nmappings = s->nfunctions = s->nlines = s->nlocs = 0;
+    s->npool = s->nstacks = s->max_depth = 0;
+    s->nsamples = s->nprofiles = 0;
+    s->bytes_in = 0;
+}
+
 void em_pset_free(em_pset *s)
 {
     if (s == NULL)

@@ -147,6 +147,12 @@ int em_pset_sample(em_pset *s, uint32_t profile, uint32_t stack,
 /* Frees what S holds and zeroes it. */
 void em_pset_free(em_pset *s);
 
+/* Empties S for the next input, keeping its arrays, indexes and newest
+** arena block: decoding many small files one after another into one set
+** (`ember import DIR`) then does not grow every array and index again
+** from nothing per file. A trimmed set is freed instead. */
+void em_pset_reset(em_pset *s);
+
 /* Frees S's dedup indexes, which only adds need: a writer that keeps many
 ** decoded sets until their batch is written holds a fraction of the
 ** memory. After it, adds fail with EMBER_EINVAL; writing still works. */

@@ -18,6 +18,7 @@
 */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,46 +50,58 @@ typedef struct import_run {
     uint64_t batch_bytes;
     em_pset_counts batch_counts;    /* written in the batch, not committed */
     bool batch_failed;              /* a write failed: retry file by file */
+    em_pset set;                    /* each file's, reset between files */
     uint64_t files, failed, profiles, samples, bytes;
     uint64_t read_samples, read_bytes;  /* decoded, written or not yet */
 } import_run;
 
-/* Reads all of PATH into a new buffer (*buf, em_free it); *MTIME_MS gets
-** its modification time from the same fstat. */
-static int file_read(const char *path, char **buf, size_t *len,
-                     int64_t *mtime_ms)
+/* Opens NAME (relative to the directory AT, or AT_FDCWD) read-only and
+** fstats it into *ST: one path walk per file instead of a stat, an open
+** and stdio's own fstat. Returns the descriptor, or -1 with errno set. */
+static int path_open(int at, const char *name, struct stat *st)
 {
-    FILE *f = fopen(path, "rb");
-    struct stat st;
-    size_t n;
-    int rc = EMBER_OK;
+    int fd = openat(at, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+
+    if (fd >= 0 && fstat(fd, st) != 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
+
+/* Reads all of FD (ST its fstat) into a new buffer (*buf, em_free it),
+** NUL-terminated after the *LEN bytes. */
+static int fd_read(int fd, const struct stat *st, char **buf, size_t *len)
+{
+    size_t want = (size_t)st->st_size, n = 0;
 
     *buf = NULL;
-    if (f == NULL || fstat(fileno(f), &st) != 0) {
-        rc = em_err(EMBER_EIO, "%s", strerror(errno));
-        goto out;
+    if ((uint64_t)st->st_size > IMPORT_MAX_FILE)
+        return em_err(EMBER_ELIMIT, "larger than %llu bytes",
+                      (unsigned long long)IMPORT_MAX_FILE);
+    *buf = em_malloc(want + 1);
+    if (*buf == NULL)
+        return em_err(EMBER_ENOMEM, "%zu bytes", want);
+    while (n < want) {
+        ssize_t k = read(fd, *buf + n, want - n);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0)
+            return em_err(EMBER_EIO, "%s", strerror(errno));
+        if (k == 0)
+            return em_err(EMBER_EIO, "short read");
+        n += (size_t)k;
     }
-    *mtime_ms = (int64_t)st.st_mtim.tv_sec * 1000 +
-                st.st_mtim.tv_nsec / 1000000;
-    if ((uint64_t)st.st_size > IMPORT_MAX_FILE) {
-        rc = em_err(EMBER_ELIMIT, "larger than %llu bytes",
-                    (unsigned long long)IMPORT_MAX_FILE);
-        goto out;
-    }
-    *buf = em_malloc((size_t)st.st_size + 1);
-    if (*buf == NULL) {
-        rc = em_err(EMBER_ENOMEM, "%lld bytes", (long long)st.st_size);
-        goto out;
-    }
-    n = fread(*buf, 1, (size_t)st.st_size, f);
-    if (n != (size_t)st.st_size || ferror(f))
-        rc = em_err(EMBER_EIO, "short read");
     (*buf)[n] = '\0';
     *len = n;
-out:
-    if (f != NULL)
-        fclose(f);
-    return rc;
+    return EMBER_OK;
+}
+
+static int64_t mtime_ms_of(const struct stat *st)
+{
+    return (int64_t)st->st_mtim.tv_sec * 1000 + st->st_mtim.tv_nsec / 1000000;
 }
 
 /* The time of a file whose content has none: --time, else a unix-ms file
@@ -147,23 +160,37 @@ static void progress_show(import_run *r, bool force)
             (double)r->read_bytes / 1e6 / secs);
 }
 
-/* Decodes PATH into *SET (em_pset_free it, also on failure). */
-static int decode_path(import_run *r, const char *path, em_pset *set)
+/* Decodes the file open at FD (PATH, ST its fstat) into *SET, empty (zeroed
+** or em_pset_reset); em_pset_free it, also on failure. */
+static int decode_fd(import_run *r, const char *path, int fd,
+                     const struct stat *st, em_pset *set)
 {
     em_import_opts o = r->opts;
     char *buf = NULL;
     size_t len = 0;
-    int64_t mtime = 0;
     int rc;
 
-    memset(set, 0, sizeof *set);
     o.origin = path;
-    rc = file_read(path, &buf, &len, &mtime);
+    rc = fd_read(fd, st, &buf, &len);
     if (rc == EMBER_OK)
-        rc = file_time(r, path, mtime, &o.time_ms);
+        rc = file_time(r, path, mtime_ms_of(st), &o.time_ms);
     if (rc == EMBER_OK)
         rc = em_decode(buf, len, &o, set);
     em_free(buf);
+    return rc;
+}
+
+/* Opens PATH and decodes it into *SET, as decode_fd. */
+static int decode_path(import_run *r, const char *path, em_pset *set)
+{
+    struct stat st;
+    int fd = path_open(AT_FDCWD, path, &st), rc;
+
+    memset(set, 0, sizeof *set);
+    if (fd < 0)
+        return em_err(EMBER_EIO, "%s", strerror(errno));
+    rc = decode_fd(r, path, fd, &st, set);
+    close(fd);
     return rc;
 }
 
@@ -245,19 +272,21 @@ static int batch_add(import_run *r, const char *path, const em_pset *set)
     return EMBER_OK;
 }
 
-/* Decodes PATH and writes it into the batch; a bad file is reported here. */
-static void import_file(import_run *r, const char *path)
+/* Decodes the file open at FD (PATH, ST its fstat) and writes it into the
+** batch; a bad file is reported here. */
+static void import_file(import_run *r, const char *path, int fd,
+                        const struct stat *st)
 {
-    em_pset set;
-    int rc = decode_path(r, path, &set);
+    em_pset *set = &r->set;
+    int rc = decode_fd(r, path, fd, st, set);
 
     r->files++;
     if (rc == EMBER_OK) {
-        r->read_bytes += set.bytes_in;
-        r->read_samples += set.nsamples;
-        rc = batch_add(r, path, &set);
+        r->read_bytes += set->bytes_in;
+        r->read_samples += set->nsamples;
+        rc = batch_add(r, path, set);
     }
-    em_pset_free(&set);
+    em_pset_reset(set);
     if (rc != EMBER_OK) {
         report_failure(r, path);
         return;
@@ -272,57 +301,89 @@ static int name_cmp(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static void import_path(import_run *r, const char *path, int depth);
+static void import_at(import_run *r, int at, const char *name,
+                      const char *path, int depth);
 
-/* Imports every entry of directory PATH, in name order. */
-static void import_dir(import_run *r, const char *path, int depth)
+/* The names in D but dot files, sorted (free each and the array); *N
+** gets their count. */
+static char **dir_names(DIR *d, size_t *n)
 {
-    DIR *d = opendir(path);
     struct dirent *e;
     char **names = NULL;
-    size_t n = 0, cap = 0;
+    size_t cap = 0;
 
-    if (d == NULL) {
-        r->failed++;
-        em_cli_fail(0, "import", "%s: %s", path, strerror(errno));
-        return;
-    }
+    *n = 0;
     while ((e = readdir(d)) != NULL) {
-        char *full;
         if (e->d_name[0] == '.')
             continue;
-        if (n == cap) {
+        if (*n == cap) {
             char **nn = realloc(names, (cap = cap ? cap * 2 : 64) * sizeof *nn);
             if (nn == NULL)
                 break;
             names = nn;
         }
-        if (asprintf(&full, "%s%s%s", path,
-                     path[strlen(path) - 1] == '/' ? "" : "/", e->d_name) >= 0)
-            names[n++] = full;
+        if ((names[*n] = strdup(e->d_name)) != NULL)
+            (*n)++;
     }
-    closedir(d);
-    if (n > 0)
-        qsort(names, n, sizeof *names, name_cmp);
+    if (*n > 0)
+        qsort(names, *n, sizeof *names, name_cmp);
+    return names;
+}
+
+/* Imports every entry of the directory open at FD (PATH), in name order;
+** takes FD. Entries are opened relative to it, named by PATH/name. */
+static void import_dir(import_run *r, const char *path, int fd, int depth)
+{
+    DIR *d = fdopendir(fd);
+    char **names;
+    size_t n;
+    bool slash = path[strlen(path) - 1] == '/';
+
+    if (d == NULL) {
+        r->failed++;
+        em_cli_fail(0, "import", "%s: %s", path, strerror(errno));
+        close(fd);
+        return;
+    }
+    names = dir_names(d, &n);
     for (size_t i = 0; i < n; i++) {
-        import_path(r, names[i], depth + 1);
+        char *full;
+        if (asprintf(&full, "%s%s%s", path, slash ? "" : "/", names[i]) >= 0) {
+            import_at(r, dirfd(d), names[i], full, depth + 1);
+            free(full);
+        }
         free(names[i]);
     }
     free(names);
+    closedir(d);
 }
 
-static void import_path(import_run *r, const char *path, int depth)
+/* Imports NAME (relative to the directory AT), called PATH in messages:
+** a directory recursively, a file as one import. */
+static void import_at(import_run *r, int at, const char *name,
+                      const char *path, int depth)
 {
     struct stat st;
+    int fd = path_open(at, name, &st);
 
-    if (stat(path, &st) != 0) {
+    if (fd < 0) {
+        int e = errno;
+        if (fstatat(at, name, &st, 0) == 0 && !S_ISDIR(st.st_mode)) {
+            r->files++;             /* a file we may not read: it failed */
+            em_err(EMBER_EIO, "%s", strerror(e));
+            report_failure(r, path);
+            return;
+        }
         r->failed++;
-        em_cli_fail(0, "import", "%s: %s", path, strerror(errno));
+        em_cli_fail(0, "import", "%s: %s", path, strerror(e));
     } else if (S_ISDIR(st.st_mode)) {
         if (depth < 64)
-            import_dir(r, path, depth);
+            import_dir(r, path, fd, depth);
+        else
+            close(fd);
     } else {
-        import_file(r, path);
+        import_file(r, path, fd, &st);
+        close(fd);
     }
 }
 
@@ -447,12 +508,13 @@ int em_cmd_import(int argc, char **argv)
         st = 1;
     if (st == 0) {
         for (int i = optind; i < argc; i++)
-            import_path(r, argv[i], 0);
+            import_at(r, AT_FDCWD, argv[i], argv[i], 0);
         batch_flush(r);
         import_summary(r);
         st = r->failed > 0 ? 1 : 0;
     }
     ember_close(r->db);
+    em_pset_free(&r->set);
     free(r);
     return st;
 }
