@@ -29,15 +29,16 @@
 **   ember_self:time:nanoseconds:window:nanoseconds:delta{metric="cpu", ...}
 ** (the metric names are in self_metrics below).
 **
-** Process lifetimes: exec events make the symbolizer capture a process's
-** mappings at once (so a process that lives 200 ms still symbolizes at the
-** next drain), exit events mark it, and the sweep after each window's
-** write drops those marked before the previous sweep. At exec the dynamic
-** loader has not mapped the libraries yet, so a process is captured again
-** at its first sample (an event from the sampler, while it runs) and 20 ms
-** and 250 ms after that (recapture_ms: libc, its early dlopens) while it
+** Process lifetimes: the first sample of a process makes the symbolizer
+** capture its mappings at once (so a process that lives 200 ms still
+** symbolizes at the next drain), exit events mark it, and the sweep after
+** each window's write drops those marked before the previous sweep. A process is
+** captured at its first sample (an event the sampler sends while it runs,
+** again after each exec) and 20 ms and 250 ms after that (recapture_ms:
+** the loader may not have mapped libc yet, then early dlopens) while it
 ** lives: without that, a short-lived process's libc frames would stay
-** addresses once it is gone. A process never sampled costs one capture. Processes already running at the start are
+** addresses once it is gone. A process never sampled is never captured,
+** which on a build machine is most of them. Processes already running at the start are
 ** captured then, by a walk of /proc, so that one that exits before the
 ** first drain still symbolizes. A drain that meets many new binaries can
 ** take a second; process events are handled during it too
@@ -697,19 +698,18 @@ static void capture_running(agent *a)
     closedir(d);
 }
 
-/* em_sampler_open's process events: capture at exec and again at the
-** first sample (then twice more: libraries the loader or the program maps
-** later), mark at exit. Processes never sampled are captured once. With
-** a pid to sample, the others' execs are none of our business. */
+/* em_sampler_open's process events: capture at the first sample of a
+** process's image (then twice more: libraries the loader or the program
+** maps later), mark at exit. An exec needs nothing: the sampler announces
+** the new image's first sample again. Processes never sampled cost
+** nothing. With a pid to sample, the others are none of our business. */
 static void on_proc(void *ctx, int event, uint32_t tgid)
 {
     agent *a = ctx;
     int target = a->opts->sampler.pid;
     bool ours = target <= 0 || tgid == (uint32_t)target;
 
-    if (event == EM_PROC_EXEC && ours) {
-        (void)em_symbolizer_track(a->symb, tgid);
-    } else if (event == EM_PROC_SAMPLED && ours) {
+    if (event == EM_PROC_SAMPLED && ours) {
         if (em_symbolizer_track(a->symb, tgid) == EMBER_OK)
             recapture_push(&a->recap[0], tgid,
                            mono_ns() + recapture_ms[0] * 1000000);
