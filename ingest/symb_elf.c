@@ -28,6 +28,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -411,49 +412,105 @@ static bool dwfl_start(em_symb_file *f)
     return true;
 }
 
+/* ---- sorted tables ------------------------------------------------------ */
+
+size_t em_symb_upper(const void *base, size_t n, size_t size, size_t off,
+                     uint64_t addr)
+{
+    const unsigned char *p = base;
+    size_t lo = 0, hi = n;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        uint64_t key;
+        memcpy(&key, p + mid * size + off, sizeof key);
+        if (key <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /* ---- CUs by address --------------------------------------------------------
 ** libdw 0.188 finds the CU of an address through .debug_aranges only, and
 ** clang emits none by default: for such files the CUs' own ranges
 ** (DW_AT_low_pc/high_pc/ranges) are read once into a sorted table. */
 
-typedef struct cu_range {
+/* DIEs by the address ranges they cover: the CUs of a file (here) and
+** the subprograms of a CU (below). */
+typedef struct die_range {
     Dwarf_Addr lo, hi;          /* [lo, hi) in DWARF addresses */
     Dwarf_Die die;
-} cu_range;
+} die_range;
+
+typedef struct die_ranges {
+    die_range *r;
+    size_t n, cap;
+} die_ranges;
 
 struct em_symb_cus {
-    cu_range *r;
-    size_t n, cap;
+    die_ranges ranges;
     Dwarf_Addr bias;            /* module address minus DWARF address */
 };
 
+/* By address; at one address the first in DIE order last, since
+** ranges_find looks backwards and aliases (asm's subprograms) should give
+** the name dwarf_getscopes would. */
 static int cmp_range(const void *a, const void *b)
 {
-    const cu_range *x = a, *y = b;
+    const die_range *x = a, *y = b;
+    Dwarf_Off ox, oy;
 
-    return x->lo < y->lo ? -1 : x->lo > y->lo;
+    if (x->lo != y->lo)
+        return x->lo < y->lo ? -1 : 1;
+    ox = dwarf_dieoffset((Dwarf_Die *)&x->die);
+    oy = dwarf_dieoffset((Dwarf_Die *)&y->die);
+    return (ox < oy) - (ox > oy);
 }
 
-static int cus_add(struct em_symb_cus *c, Dwarf_Addr lo, Dwarf_Addr hi,
-                   const Dwarf_Die *die)
+/* Adds every address range of DIE (DW_AT_low_pc/high_pc or ranges). */
+static int ranges_add(die_ranges *t, Dwarf_Die *die)
 {
-    if (c->n == c->cap) {
-        size_t nc = c->cap == 0 ? 64 : c->cap * 2;
-        cu_range *nr = em_realloc(c->r, nc * sizeof *nr);
-        if (nr == NULL)
+    Dwarf_Addr base, lo, hi;
+    ptrdiff_t off = 0;
+
+    while ((off = dwarf_ranges(die, off, &base, &lo, &hi)) > 0) {
+        die_range *r;
+        if (hi <= lo)
+            continue;
+        if ((r = em_grow(t->r, &t->cap, t->n + 1, sizeof *t->r)) == NULL)
             return em_err(EMBER_ENOMEM, "symbolize: out of memory for %zu "
-                          "CU ranges", nc);
-        c->r = nr;
-        c->cap = nc;
+                          "DIE ranges", t->n + 1);
+        t->r = r;
+        t->r[t->n++] = (die_range){ lo, hi, *die };
     }
-    c->r[c->n++] = (cu_range){ lo, hi, *die };
     return EMBER_OK;
+}
+
+static void ranges_sort(die_ranges *t)
+{
+    if (t->n > 1)               /* qsort(NULL, 0) is undefined */
+        qsort(t->r, t->n, sizeof *t->r, cmp_range);
+}
+
+/* The DIE whose range holds ADDR, NULL when none does. Ranges of
+** different DIEs rarely overlap: a few before the bisection's are tried. */
+static Dwarf_Die *ranges_find(const die_ranges *t, Dwarf_Addr addr)
+{
+    size_t lo = em_symb_upper(t->r, t->n, sizeof *t->r,
+                              offsetof(die_range, lo), addr);
+
+    for (size_t i = lo, k = 0; i > 0 && k < 8; i--, k++)
+        if (addr >= t->r[i - 1].lo && addr < t->r[i - 1].hi)
+            return &t->r[i - 1].die;
+    return NULL;
 }
 
 static void cus_free(struct em_symb_cus *c)
 {
     if (c != NULL)
-        em_free(c->r);
+        em_free(c->ranges.r);
     em_free(c);
 }
 
@@ -469,20 +526,14 @@ static int cus_build(em_symb_file *f)
         return em_err(EMBER_ENOMEM, "symbolize: out of memory for CUs");
     while (rc == EMBER_OK &&
            (cu = dwfl_module_nextcu(f->mod, cu, &bias)) != NULL) {
-        Dwarf_Addr base, lo, hi;
-        ptrdiff_t off = 0;
         c->bias = bias;
-        while (rc == EMBER_OK &&
-               (off = dwarf_ranges(cu, off, &base, &lo, &hi)) > 0)
-            if (hi > lo)
-                rc = cus_add(c, lo, hi, cu);
+        rc = ranges_add(&c->ranges, cu);
     }
     if (rc != EMBER_OK) {
         cus_free(c);
         return rc;
     }
-    if (c->n > 1)               /* qsort(NULL, 0) is undefined */
-        qsort(c->r, c->n, sizeof *c->r, cmp_range);
+    ranges_sort(&c->ranges);
     f->cus = c;
     return EMBER_OK;
 }
@@ -491,31 +542,17 @@ static int cus_build(em_symb_file *f)
 static int cus_find(em_symb_file *f, Dwarf_Addr addr, Dwarf_Die *die,
                     Dwarf_Addr *bias, bool *found)
 {
-    const struct em_symb_cus *c;
-    size_t lo = 0, hi;
+    const Dwarf_Die *cu;
     int rc;
 
     *found = false;
     if (f->cus == NULL && (rc = cus_build(f)) != EMBER_OK)
         return rc;
-    c = f->cus;
-    addr -= c->bias;
-    hi = c->n;
-    while (lo < hi) {           /* the first range starting above ADDR */
-        size_t mid = lo + (hi - lo) / 2;
-        if (c->r[mid].lo <= addr)
-            lo = mid + 1;
-        else
-            hi = mid;
+    if ((cu = ranges_find(&f->cus->ranges, addr - f->cus->bias)) != NULL) {
+        *die = *cu;
+        *bias = f->cus->bias;
+        *found = true;
     }
-    /* Ranges of different CUs rarely overlap: look a few back. */
-    for (size_t i = lo, k = 0; i > 0 && k < 8; i--, k++)
-        if (addr >= c->r[i - 1].lo && addr < c->r[i - 1].hi) {
-            *die = c->r[i - 1].die;
-            *bias = c->bias;
-            *found = true;
-            break;
-        }
     return EMBER_OK;
 }
 
@@ -610,7 +647,7 @@ static int syms_build(em_symb_file *f)
 int em_symb_file_symbol(em_symb_file *f, uint64_t addr, const char **name)
 {
     const struct em_symb_syms *t;
-    size_t lo = 0, hi;
+    size_t lo;
     int rc;
 
     *name = NULL;
@@ -619,14 +656,7 @@ int em_symb_file_symbol(em_symb_file *f, uint64_t addr, const char **name)
     if (f->syms == NULL && (rc = syms_build(f)) != EMBER_OK)
         return rc;
     t = f->syms;
-    hi = t->n;
-    while (lo < hi) {           /* the first symbol starting above ADDR */
-        size_t mid = lo + (hi - lo) / 2;
-        if (t->s[mid].lo <= addr)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    lo = em_symb_upper(t->s, t->n, sizeof *t->s, offsetof(sym_ent, lo), addr);
     for (size_t i = lo, k = 0; i > 0 && k < 8; i--, k++) {
         const sym_ent *e = &t->s[i - 1];
         if (e->size > 0 && addr - e->lo < e->size) {
@@ -727,15 +757,9 @@ static void dwarf_frames(Dwarf_Die *cudie, Dwarf_Addr pc, const char *file,
 ** into a table sorted by address; an address then walks only its
 ** subprogram's own subtree (sub_chain). */
 
-typedef struct sub_range {
-    Dwarf_Addr lo, hi;          /* [lo, hi) in DWARF addresses */
-    Dwarf_Die die;
-} sub_range;
-
 typedef struct cu_subs {
     Dwarf_Off cu;               /* the CU DIE's offset: the key */
-    sub_range *r;
-    size_t n, cap;
+    die_ranges subs;
 } cu_subs;
 
 struct em_symb_subs {
@@ -743,38 +767,10 @@ struct em_symb_subs {
     size_t n, cap;
 };
 
-/* By address; at one address the first in DIE order last, since
-** sub_find looks backwards and aliases (asm's) should give the name
-** dwarf_getscopes would. */
-static int cmp_sub(const void *a, const void *b)
-{
-    const sub_range *x = a, *y = b;
-    Dwarf_Off ox, oy;
-
-    if (x->lo != y->lo)
-        return x->lo < y->lo ? -1 : 1;
-    ox = dwarf_dieoffset((Dwarf_Die *)&x->die);
-    oy = dwarf_dieoffset((Dwarf_Die *)&y->die);
-    return (ox < oy) - (ox > oy);
-}
-
-static int sub_add(cu_subs *c, Dwarf_Addr lo, Dwarf_Addr hi,
-                   const Dwarf_Die *die)
-{
-    sub_range *r = em_grow(c->r, &c->cap, c->n + 1, sizeof *c->r);
-
-    if (r == NULL)
-        return em_err(EMBER_ENOMEM, "symbolize: out of memory for %zu "
-                      "subprogram ranges", c->n + 1);
-    c->r = r;
-    c->r[c->n++] = (sub_range){ lo, hi, *die };
-    return EMBER_OK;
-}
-
 /* Adds the subprograms under PARENT with code, looking into the scopes
 ** that hold definitions (namespaces, classes, modules) but not into
 ** subprograms: nested ones are found from their parent by sub_chain. */
-static int subs_scan(cu_subs *c, Dwarf_Die *parent, int depth)
+static int subs_scan(die_ranges *t, Dwarf_Die *parent, int depth)
 {
     Dwarf_Die d;
     int rc = EMBER_OK, more;
@@ -784,19 +780,12 @@ static int subs_scan(cu_subs *c, Dwarf_Die *parent, int depth)
     for (more = 0; more == 0 && rc == EMBER_OK;
          more = dwarf_siblingof(&d, &d)) {
         int tag = dwarf_tag(&d);
-        if (tag == DW_TAG_subprogram || tag == DW_TAG_entry_point) {
-            Dwarf_Addr base, lo, hi;
-            ptrdiff_t off = 0;
-            while (rc == EMBER_OK &&
-                   (off = dwarf_ranges(&d, off, &base, &lo, &hi)) > 0)
-                if (hi > lo)
-                    rc = sub_add(c, lo, hi, &d);
-        } else if (tag == DW_TAG_namespace || tag == DW_TAG_module ||
-                   tag == DW_TAG_class_type ||
-                   tag == DW_TAG_structure_type ||
-                   tag == DW_TAG_union_type) {
-            rc = subs_scan(c, &d, depth + 1);
-        }
+        if (tag == DW_TAG_subprogram || tag == DW_TAG_entry_point)
+            rc = ranges_add(t, &d);
+        else if (tag == DW_TAG_namespace || tag == DW_TAG_module ||
+                 tag == DW_TAG_class_type ||
+                 tag == DW_TAG_structure_type || tag == DW_TAG_union_type)
+            rc = subs_scan(t, &d, depth + 1);
     }
     return rc;
 }
@@ -806,7 +795,7 @@ static void subs_free(struct em_symb_subs *t)
     if (t == NULL)
         return;
     for (size_t i = 0; i < t->n; i++)
-        em_free(t->cus[i].r);
+        em_free(t->cus[i].subs.r);
     em_free(t->cus);
     em_free(t);
 }
@@ -836,41 +825,22 @@ static int subs_of(em_symb_file *f, Dwarf_Die *cudie, cu_subs **out)
         *out = &t->cus[lo];
         return EMBER_OK;
     }
-    if ((rc = subs_scan(&c, cudie, 0)) != EMBER_OK) {
-        em_free(c.r);
+    if ((rc = subs_scan(&c.subs, cudie, 0)) != EMBER_OK) {
+        em_free(c.subs.r);
         return rc;
     }
     if ((cus = em_grow(t->cus, &t->cap, t->n + 1, sizeof *t->cus)) == NULL) {
-        em_free(c.r);
+        em_free(c.subs.r);
         return em_err(EMBER_ENOMEM, "symbolize: out of memory for the "
                       "subprograms of %zu CUs", t->n + 1);
     }
     t->cus = cus;
-    if (c.n > 1)
-        qsort(c.r, c.n, sizeof *c.r, cmp_sub);
+    ranges_sort(&c.subs);
     memmove(&t->cus[lo + 1], &t->cus[lo], (t->n - lo) * sizeof *t->cus);
     t->cus[lo] = c;
     t->n++;
     *out = &t->cus[lo];
     return EMBER_OK;
-}
-
-/* The subprogram holding DWARF address PC in C, NULL when none does. */
-static Dwarf_Die *sub_find(cu_subs *c, Dwarf_Addr pc)
-{
-    size_t lo = 0, hi = c->n;
-
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (c->r[mid].lo <= pc)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    for (size_t i = lo, k = 0; i > 0 && k < 8; i--, k++)
-        if (pc >= c->r[i - 1].lo && pc < c->r[i - 1].hi)
-            return &c->r[i - 1].die;
-    return NULL;
 }
 
 /* The DIEs from subprogram SUB down to the innermost inlined subroutine
@@ -917,7 +887,7 @@ static int table_frames(em_symb_file *f, Dwarf_Die *cudie, Dwarf_Addr pc,
     *done = false;
     if ((rc = subs_of(f, cudie, &c)) != EMBER_OK)
         return rc;
-    if ((sub = sub_find(c, pc)) == NULL)
+    if ((sub = ranges_find(&c->subs, pc)) == NULL)
         return EMBER_OK;
     n = sub_chain(sub, pc, chain, EM_SYMB_MAX_INLINE);
     for (int i = n - 1; i >= 0 && out->n < EM_SYMB_MAX_INLINE; i--) {

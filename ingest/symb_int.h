@@ -87,6 +87,12 @@ int em_symb_file_resolve(em_symb_file *f, uint64_t vaddr, em_symb_res **out);
 ** or memory ran out. */
 char *em_symb_demangle(const char *name);
 
+/* In BASE, N entries of SIZE bytes sorted by the uint64_t at offset OFF of
+** each, the index of the first entry whose key is above ADDR (N when none
+** is): the entry before it is the last that starts at or below ADDR. */
+size_t em_symb_upper(const void *base, size_t n, size_t size, size_t off,
+                     uint64_t addr);
+
 /* The name of the function symbol holding ELF address ADDR of F (from a
 ** table sorted by address, built at the first call), NULL in *NAME when
 ** none does; the string lives as long as F. ENOMEM. */

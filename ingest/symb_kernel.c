@@ -13,6 +13,7 @@
 ** past the end): a limit, documented in docs/ingest.md.
 */
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -244,18 +245,13 @@ bool em_symb_kernel_hidden(const em_symb_kernel *k)
 void em_symb_kernel_lookup(const em_symb_kernel *k, uint64_t addr,
                            em_symb_ksym *out)
 {
-    size_t lo = 0, hi = k->n, i;
+    size_t lo, i;
     const kmod *m = &k->mods[0];
 
     out->name = NULL;
     if (!k->hidden) {
-        while (lo < hi) {       /* the first symbol above ADDR */
-            size_t mid = lo + (hi - lo) / 2;
-            if (k->syms[mid].addr <= addr)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
+        lo = em_symb_upper(k->syms, k->n, sizeof *k->syms,
+                           offsetof(ksym, addr), addr);
         if (lo > 0) {
             i = lo - 1;
             while (i > 0 && k->syms[i - 1].addr == k->syms[i].addr)

@@ -20,6 +20,7 @@
 */
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -237,20 +238,14 @@ int em_symb_perfmap_lookup(em_symbolizer *s, em_symb_proc *p, uint64_t addr,
                            const char **name)
 {
     struct em_symb_perfmap *m;
-    size_t lo = 0, hi;
+    size_t lo;
     int rc;
 
     *name = NULL;
     if ((rc = pm_get(s, p, &m)) != EMBER_OK)
         return rc;
-    hi = m->n;
-    while (lo < hi) {           /* the first entry starting above ADDR */
-        size_t mid = lo + (hi - lo) / 2;
-        if (m->e[mid].start <= addr)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    lo = em_symb_upper(m->e, m->n, sizeof *m->e, offsetof(pm_ent, start),
+                       addr);
     /* The latest line that holds ADDR among the few that start below it. */
     for (size_t i = lo, k = 0, best = SIZE_MAX; i > 0 && k < 16; i--, k++) {
         const pm_ent *e = &m->e[i - 1];
