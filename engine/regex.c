@@ -432,7 +432,7 @@ static int class_finish(rparser *p, uint32_t ci, bool neg)
 static int class_node(rparser *p, const rset_def *d, bool neg, bool dot,
                       int32_t *out)
 {
-    uint32_t ci;
+    uint32_t ci = 0;
     int rc = class_new(p, &ci);
 
     if (rc == EMBER_OK && dot) {

@@ -73,7 +73,7 @@ static int parse_step(const char *s, int64_t *out)
 /* Handles one option of getopt_long's; 0 or the exit status. */
 static int query_option(query_args *a, int c, const char *arg)
 {
-    uint64_t n;
+    uint64_t n = 0;
     int st = 0;
 
     switch (c) {

@@ -8,6 +8,8 @@
 ** the format with a valid checksum but one broken rule each (the decoder's
 ** own checks must catch them). Allocation failures are injected at every
 ** call. One test prints bytes per sample and speeds on a realistic dataset.
+** The content hash (engine/hash.c), on disk like the chunk bytes, is pinned
+** here too.
 */
 #include <stdarg.h>
 #include <stddef.h>
@@ -755,6 +757,37 @@ static void test_golden(void **state)
     tset_free(&t);
 }
 
+/* The content hash keys every table's reverse index on disk, so its values
+** are pinned like the chunk bytes: every tail length, the 8-byte loop, and
+** the seed. */
+static void test_hash_golden(void **state)
+{
+    static const char s[] = "main.(*worker).hashWork\0"
+                            "/work/main/tests/go/profgen/main.go";
+    static const struct { size_t len; uint64_t h; } want[] = {
+        { 0, 0x91385a4b13576e01ULL }, { 1, 0x962d466b1bbf420bULL },
+        { 3, 0x7372be536da6e6ddULL }, { 4, 0x1e7f25a4c7de2a40ULL },
+        { 7, 0x60824edaae738e8eULL }, { 8, 0x5d6b2c5075ba781aULL },
+        { 9, 0xe628521107c60799ULL }, { 15, 0x3bc82de781b5c2b0ULL },
+        { 16, 0x207bba78db016135ULL }, { 17, 0x228933a59a97c0b9ULL },
+        { 23, 0x605c36f17b428a13ULL }, { 24, 0xa6462eed5ed19ae2ULL },
+        { 60, 0x4bce93fc38f28ad7ULL },
+    };
+    uint8_t le[8];
+
+    (void)state;
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++)
+        if (em_hash64(s, want[i].len, i) != want[i].h)
+            fail_msg("em_hash64 of %zu bytes: %016" PRIx64 ", want %016"
+                     PRIx64, want[i].len, em_hash64(s, want[i].len, i),
+                     want[i].h);
+    em_put_le64(le, 0x0807060504030201ULL);
+    for (int i = 0; i < 8; i++)
+        assert_int_equal(le[i], i + 1);
+    assert_true(em_get_le64(le) == 0x0807060504030201ULL);
+    assert_int_equal(em_get_le32(le + 4), 0x08070605);
+}
+
 static void test_crafted_valid(void **state)
 {
     craft c = craft_base();
@@ -1129,6 +1162,7 @@ int main(void)
         cmocka_unit_test(test_byte_flips),
         cmocka_unit_test(test_truncations),
         cmocka_unit_test(test_golden),
+        cmocka_unit_test(test_hash_golden),
         cmocka_unit_test(test_crafted_valid),
         cmocka_unit_test(test_crafted_corrupt),
         cmocka_unit_test(test_crafted_layout),
