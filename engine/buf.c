@@ -4,7 +4,7 @@
 */
 #include "engine.h"
 
-int em_buf_reserve(em_buf *b, size_t extra)
+int em_buf_grow(em_buf *b, size_t extra)
 {
     size_t need = b->len + extra, cap;
     uint8_t *p;
@@ -22,24 +22,6 @@ int em_buf_reserve(em_buf *b, size_t extra)
     b->p = p;
     b->cap = cap;
     return EMBER_OK;
-}
-
-int em_buf_put(em_buf *b, const void *data, size_t n)
-{
-    int rc = em_buf_reserve(b, n);
-    if (rc == EMBER_OK && n > 0) {
-        memcpy(b->p + b->len, data, n);
-        b->len += n;
-    }
-    return rc;
-}
-
-int em_buf_varint(em_buf *b, uint64_t v)
-{
-    int rc = em_buf_reserve(b, EM_VARINT_MAX);
-    if (rc == EMBER_OK)
-        b->len += em_varint_put(b->p + b->len, v);
-    return rc;
 }
 
 void em_buf_free(em_buf *b)

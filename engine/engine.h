@@ -157,10 +157,34 @@ typedef struct em_buf {
     size_t len, cap;
 } em_buf;
 
-int em_buf_reserve(em_buf *b, size_t extra);    /* EMBER_OK or ENOMEM */
-int em_buf_put(em_buf *b, const void *data, size_t n);
-int em_buf_varint(em_buf *b, uint64_t v);
+/* Grows B to hold EXTRA more bytes: em_buf_reserve's slow path. */
+int em_buf_grow(em_buf *b, size_t extra);
 void em_buf_free(em_buf *b);
+
+/* Inline, because the record encoders call these per varint and the room
+** is nearly always there already. EMBER_OK, or ENOMEM or ELIMIT. */
+static inline int em_buf_reserve(em_buf *b, size_t extra)
+{
+    return extra <= b->cap - b->len ? EMBER_OK : em_buf_grow(b, extra);
+}
+
+static inline int em_buf_put(em_buf *b, const void *data, size_t n)
+{
+    int rc = em_buf_reserve(b, n);
+    if (rc == EMBER_OK && n > 0) {
+        memcpy(b->p + b->len, data, n);
+        b->len += n;
+    }
+    return rc;
+}
+
+static inline int em_buf_varint(em_buf *b, uint64_t v)
+{
+    int rc = em_buf_reserve(b, EM_VARINT_MAX);
+    if (rc == EMBER_OK)
+        b->len += em_varint_put(b->p + b->len, v);
+    return rc;
+}
 
 /* ---- hashing (engine/hash.c) -------------------------------------------- */
 

@@ -32,7 +32,7 @@
 #include "repl/cli.h"
 
 #define IMPORT_MAX_FILE (1ull << 30)        /* bytes read from one file */
-#define BATCH_MAX_FILES 512                 /* files per transaction */
+#define BATCH_MAX_FILES 4096                /* files per transaction */
 #define BATCH_MAX_BYTES (64ull << 20)       /* decoded input per transaction */
 #define PROGRESS_MS 250                     /* progress line refresh */
 

@@ -56,6 +56,19 @@ grep -q "bad.txt:2" "$tmp/err" || fail "bad file message: $(cat "$tmp/err")"
 grep -q "imported 1 of 2 files" "$tmp/err" || fail "partial import summary"
 $EMBER query -d "$db" -o collapsed '{service="bad"}' | grep -q '^a;b ' && fail "bad file left data"
 
+# a directory of 4101 files spans two batches (4096 files each): every good
+# file is stored once, the bad one in the first batch takes nothing down
+mkdir "$tmp/many"
+awk -v d="$tmp/many" 'BEGIN { for (i = 1; i <= 4100; i++) {
+    f = sprintf("%s/%05d.txt", d, i); print "many;f" (i % 7) " " i > f; close(f) } }'
+printf 'many;x 1\nbroken\n' > "$tmp/many/00100-bad.txt"
+if $EMBER import -d "$db" -l service=many "$tmp/many" 2> "$tmp/manyerr"; then
+  fail "import of a directory with a bad file exited 0"
+fi
+grep -q "imported 4100 of 4101 files" "$tmp/manyerr" || fail "many: $(tail -1 "$tmp/manyerr")"
+$EMBER query -d "$db" -o top 'process_cpu:samples:count:cpu:nanoseconds:delta{service="many"}' |
+  grep -q "of 8407050 total" || fail "many: the total is not 1 + ... + 4100"
+
 # a selector error points at the column
 if $EMBER query -d "$db" '{service=}' 2> "$tmp/perr"; then fail "bad selector exited 0"; fi
 grep -q 'column' "$tmp/perr" || fail "parse error without column: $(cat "$tmp/perr")"
