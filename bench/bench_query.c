@@ -1054,7 +1054,7 @@ static void print_latency(const qset *s, const outcome *out)
         const bq *q = &s->q[i];
         const outcome *r = &out[i];
         const timing *best = r->query.wall >= 0 ? &r->query : &r->engine;
-        char c1[64], c2[64], c3[64], a[96], tg[32];
+        char c1[80], c2[80], c3[80], a[96], tg[32];
         if (r->engine.wall < 0)
             continue;
         fputs("| ", stdout);

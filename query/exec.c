@@ -510,7 +510,7 @@ static int chain_take(ectx *e, gset *s, const ember_label *labels,
 {
     ember_merged *m = NULL;
     uint64_t np = 0;
-    wgroup *g;
+    wgroup *g = NULL;
     int rc = em_reader_merge_take(e->rd, &m);
 
     if (rc != EMBER_OK)
@@ -911,7 +911,7 @@ static int diff_group(const em_plan *p, const char *type, const wgroup *b,
                       const wgroup *t, gset *out)
 {
     const wgroup *side = t != NULL ? t : b;
-    wgroup *g;
+    wgroup *g = NULL;
     int rc = gset_push(out, &g);
 
     if (rc != EMBER_OK)
