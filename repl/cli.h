@@ -26,6 +26,7 @@ typedef struct em_cmd {
     const char *summary;        /* one line for `ember --help` */
     const char *help;           /* the long text for `ember help NAME` */
     int (*run)(int argc, char **argv);
+    bool one_shot;              /* runs once and exits: see keep_heap() */
 } em_cmd;
 
 extern const em_cmd em_commands[];
