@@ -16,61 +16,80 @@ static size_t map_slot(uint64_t key, size_t cap)
     return (size_t)key & (cap - 1);
 }
 
+/* The key that marks a free slot. A map holding it as a key keeps it out of
+** the slots, so that one array of key-value pairs is all a probe reads:
+** one cache line, where separate key, value and used arrays were three. */
+#define EM_MAP64_FREE UINT64_MAX
+
 bool em_map64_get(const em_map64 *m, uint64_t key, uint64_t *val)
 {
+    if (key == EM_MAP64_FREE) {
+        if (m->has_free_key && val != NULL)
+            *val = m->free_key_val;
+        return m->has_free_key;
+    }
     if (m->cap == 0)
         return false;
     for (size_t i = map_slot(key, m->cap);; i = (i + 1) & (m->cap - 1)) {
-        if (!m->used[i])
-            return false;
-        if (m->keys[i] == key) {
+        const em_map64_slot *s = &m->slots[i];
+        if (s->key == key) {
             if (val != NULL)
-                *val = m->vals[i];
+                *val = s->val;
             return true;
         }
+        if (s->key == EM_MAP64_FREE)
+            return false;
     }
 }
 
-/* Places KEY without growing; the caller guarantees a free slot. */
+/* Places KEY (not EM_MAP64_FREE) without growing; the caller guarantees a
+** free slot. */
 static void map_place(em_map64 *m, uint64_t key, uint64_t val)
 {
     size_t i = map_slot(key, m->cap);
 
-    while (m->used[i] && m->keys[i] != key)
+    while (m->slots[i].key != EM_MAP64_FREE && m->slots[i].key != key)
         i = (i + 1) & (m->cap - 1);
-    if (!m->used[i]) {
-        m->used[i] = 1;
-        m->keys[i] = key;
+    if (m->slots[i].key == EM_MAP64_FREE) {
+        m->slots[i].key = key;
         m->count++;
     }
-    m->vals[i] = val;
+    m->slots[i].val = val;
 }
 
 static int map_grow(em_map64 *m)
 {
     size_t cap = m->cap == 0 ? 64 : m->cap * 2;
-    em_map64 n = { 0 };
+    em_map64_slot *ns;
 
-    if (cap > SIZE_MAX / 2 / sizeof(uint64_t))
+    if (cap > SIZE_MAX / 2 / sizeof *ns)
         return em_err(EMBER_ELIMIT, "hash map: too many entries");
-    n.keys = em_malloc(cap * sizeof *n.keys);
-    n.vals = em_malloc(cap * sizeof *n.vals);
-    n.used = em_calloc(cap, 1);
-    n.cap = cap;
-    if (n.keys == NULL || n.vals == NULL || n.used == NULL) {
-        em_map64_free(&n);
+    ns = em_malloc(cap * sizeof *ns);
+    if (ns == NULL)
         return em_err(EMBER_ENOMEM, "hash map: %zu slots", cap);
+    memset(ns, 0xff, cap * sizeof *ns);     /* every key EM_MAP64_FREE */
+    for (size_t i = 0; i < m->cap; i++) {
+        const em_map64_slot *o = &m->slots[i];
+        size_t j = map_slot(o->key, cap);
+        if (o->key == EM_MAP64_FREE)
+            continue;
+        while (ns[j].key != EM_MAP64_FREE)
+            j = (j + 1) & (cap - 1);
+        ns[j] = *o;
     }
-    for (size_t i = 0; i < m->cap; i++)
-        if (m->used[i])
-            map_place(&n, m->keys[i], m->vals[i]);
-    em_map64_free(m);
-    *m = n;
+    em_free(m->slots);
+    m->slots = ns;
+    m->cap = cap;
     return EMBER_OK;
 }
 
 int em_map64_put(em_map64 *m, uint64_t key, uint64_t val)
 {
+    if (key == EM_MAP64_FREE) {
+        m->has_free_key = true;
+        m->free_key_val = val;
+        return EMBER_OK;
+    }
     if ((m->count + 1) * 2 > m->cap) {
         int rc = map_grow(m);
         if (rc != EMBER_OK)
@@ -82,8 +101,6 @@ int em_map64_put(em_map64 *m, uint64_t key, uint64_t val)
 
 void em_map64_free(em_map64 *m)
 {
-    em_free(m->keys);
-    em_free(m->vals);
-    em_free(m->used);
+    em_free(m->slots);
     memset(m, 0, sizeof *m);
 }

@@ -13,11 +13,16 @@
 /* uint64 key -> uint64 value, open addressing with linear probing. A
 ** zeroed em_map64 is empty and ready. No deletion: the maps here only grow
 ** while one profile is built or rendered. */
+typedef struct em_map64_slot {
+    uint64_t key;               /* EM_MAP64_FREE: an empty slot */
+    uint64_t val;
+} em_map64_slot;
+
 typedef struct em_map64 {
-    uint64_t *keys;
-    uint64_t *vals;
-    uint8_t *used;
+    em_map64_slot *slots;
     size_t count, cap;          /* cap: a power of two, or 0 */
+    bool has_free_key;          /* EM_MAP64_FREE itself, kept aside */
+    uint64_t free_key_val;
 } em_map64;
 
 /* *VAL (may be NULL) gets KEY's value; false when absent. */

@@ -3,7 +3,8 @@
 ** (no engine): collapsed and top outputs as golden text, pprof's flat/cum
 ** semantics (recursion counted once, inlined frames, zero and negative
 ** values, ties), its sort orders, trimming, unit scaling and percentages,
-** plus allocation failure at every call.
+** plus allocation failure at every call, and the hash map and string table
+** the renderers build on.
 */
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +17,7 @@
 
 #include "engine/engine.h"
 #include "query/query.h"
+#include "query/query_int.h"
 #include "common/testutil.h"
 
 /* ---- building profiles ---------------------------------------------------------- */
@@ -116,6 +118,42 @@ static void test_rprofile_type_fields(void **state)
     assert_int_equal(p.nstacks, 0);
     em_rprofile_free(&p);
     em_rprofile_free(NULL);
+}
+
+/* em_map64 against a plain array: dense and scattered keys through several
+** growths, overwrites, misses, and the keys 0 and UINT64_MAX (the slots'
+** free marker, kept aside). */
+static void test_map64(void **state)
+{
+    enum { N = 5000 };
+    static uint64_t keys[N], vals[N];
+    em_map64 m = { 0 };
+    uint64_t v = 0, x = 0x9e3779b97f4a7c15ULL;
+
+    (void)state;
+    assert_false(em_map64_get(&m, 7, &v));
+    assert_false(em_map64_get(&m, UINT64_MAX, &v));
+    for (size_t i = 0; i < N; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        keys[i] = i % 2 ? i : x;            /* dense ids and random keys */
+        vals[i] = i * 3;
+        assert_int_equal(em_map64_put(&m, keys[i], vals[i] + 1), EMBER_OK);
+        assert_int_equal(em_map64_put(&m, keys[i], vals[i]), EMBER_OK);
+    }
+    assert_int_equal(em_map64_put(&m, UINT64_MAX, 42), EMBER_OK);
+    assert_int_equal(em_map64_put(&m, 0, 43), EMBER_OK);
+    assert_int_equal(m.count, N + 1);       /* 0 joined; UINT64_MAX aside */
+    for (size_t i = 1; i < N; i++) {
+        assert_true(em_map64_get(&m, keys[i], &v));
+        assert_true(v == vals[i]);
+    }
+    assert_true(em_map64_get(&m, UINT64_MAX, &v) && v == 42);
+    assert_true(em_map64_get(&m, 0, &v) && v == 43);
+    assert_true(em_map64_get(&m, 1, NULL));
+    assert_false(em_map64_get(&m, N + 1, NULL));
+    assert_false(em_map64_get(&m, UINT64_MAX - 1, NULL));
+    em_map64_free(&m);
+    assert_false(em_map64_get(&m, UINT64_MAX, NULL));
 }
 
 static void test_strtab(void **state)
@@ -558,6 +596,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rprofile_type_fields),
         cmocka_unit_test(test_strtab),
+        cmocka_unit_test(test_map64),
         cmocka_unit_test(test_collapsed_sorted),
         cmocka_unit_test(test_collapsed_merge_zero_negative),
         cmocka_unit_test(test_collapsed_recursion_and_inline),
