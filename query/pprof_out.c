@@ -4,11 +4,22 @@
 ** `go tool pprof` opens Ember's answers.
 **
 ** Two passes. The walk resolves every non-zero merged stack through one
-** engine snapshot and copies what pprof needs into flat arrays (strings
-** into an em_strtab, so the snapshot can end before packing): Ember ids
-** become pprof ids through hash maps, dense 1..N in order of first use.
-** The pack pass points protobuf-c message structs at those arrays, packs
-** them and gzips the bytes.
+** engine snapshot: Ember ids become pprof ids through hash maps, dense
+** 1..N in order of first use, and what pprof needs of each new location,
+** function and mapping is copied into flat arrays (strings into an
+** em_strtab, so the snapshot can end before packing). Each sample is
+** packed by protobuf-c as soon as it is resolved, so the samples, by far
+** the bulk, never sit in memory as message structs and id arrays. The
+** pack pass then points protobuf-c message structs at the flat arrays,
+** packs the rest of the profile after the samples, and gzips the bytes.
+**
+** The bytes are protobuf-c's throughout; only the framing of each sample
+** is written here (field 2's tag and the length, as protobuf-c writes a
+** repeated message field), and the profile is packed in three parts that
+** concatenate to one message: Profile{sample_type}, the samples, and
+** Profile{every other field}. protobuf messages concatenate by merging,
+** and the fields come out in field-number order, so the result is the
+** same bytes as packing the whole message at once.
 **
 ** Invariants of the output:
 ** - string_table[0] is "" (pprof requires it); string 0 also means "none".
@@ -53,11 +64,6 @@ typedef struct pp_map {
     bool has_fn, has_files, has_lines, has_inline;
 } pp_map;
 
-typedef struct pp_sample {
-    size_t first, n;            /* its location ids: ids[first .. first+n) */
-    int64_t value;
-} pp_sample;
-
 typedef struct pp_enc {
     ember_snapshot *snap;
     em_strtab strs;
@@ -71,10 +77,9 @@ typedef struct pp_enc {
     size_t nfns, cap_fns;
     pp_map *maps;
     size_t nmaps, cap_maps;
-    pp_sample *samples;
-    size_t nsamples, cap_samples;
-    uint64_t *ids;              /* the samples' pprof location ids */
-    size_t nids, cap_ids;
+    em_buf out;                 /* Profile{sample_type}, then the samples */
+    uint64_t *ids;              /* one sample's pprof location ids */
+    size_t cap_ids;
 } pp_enc;
 
 static int pp_nomem(const char *what, size_t n)
@@ -241,30 +246,67 @@ static int pp_location(pp_enc *e, uint32_t lid, uint64_t *out)
     return EMBER_OK;
 }
 
+/* Field 2 of Profile, repeated Sample: its tag as protobuf-c writes it. */
+#define PP_SAMPLE_TAG ((2u << 3) | 2u)
+
+/* Packs one Sample of the N location ids at E->ids and VALUE onto E->out,
+** framed as an element of Profile's field 2. */
+static int pp_sample_pack(pp_enc *e, size_t n, int64_t value)
+{
+    Perftools__Profiles__Sample s = PERFTOOLS__PROFILES__SAMPLE__INIT;
+    size_t size;
+    int rc;
+
+    s.n_location_id = n;
+    s.location_id = e->ids;
+    s.n_value = 1;
+    s.value = &value;
+    size = perftools__profiles__sample__get_packed_size(&s);
+    if ((rc = em_buf_reserve(&e->out, 1 + EM_VARINT_MAX + size)) != EMBER_OK)
+        return rc;
+    e->out.p[e->out.len++] = PP_SAMPLE_TAG;
+    e->out.len += em_varint_put(e->out.p + e->out.len, size);
+    e->out.len += perftools__profiles__sample__pack(&s, e->out.p + e->out.len);
+    return EMBER_OK;
+}
+
 /* Adds merged stack SID with VALUE as one sample. */
 static int pp_stack(pp_enc *e, uint32_t sid, int64_t value)
 {
     const uint32_t *locs;
-    pp_sample *s;
     uint64_t *ids;
     size_t n;
     int rc = ember_snapshot_stack(e->snap, sid, &locs, &n);
 
     if (rc != EMBER_OK)
         return em_err_prefix(rc, "pprof: stack %u", sid);
-    ids = em_grow(e->ids, &e->cap_ids, e->nids + n, sizeof *ids);
+    ids = em_grow(e->ids, &e->cap_ids, n, sizeof *ids);
     if (ids == NULL)
-        return pp_nomem("location ids", e->nids + n);
+        return pp_nomem("location ids", n);
     e->ids = ids;
     for (size_t i = 0; i < n; i++)
-        if ((rc = pp_location(e, locs[i], &ids[e->nids + i])) != EMBER_OK)
+        if ((rc = pp_location(e, locs[i], &ids[i])) != EMBER_OK)
             return em_err_prefix(rc, "pprof: stack %u", sid);
-    s = em_grow(e->samples, &e->cap_samples, e->nsamples + 1, sizeof *s);
-    if (s == NULL)
-        return pp_nomem("samples", e->nsamples + 1);
-    e->samples = s;
-    s[e->nsamples++] = (pp_sample){ e->nids, n, value };
-    e->nids += n;
+    return pp_sample_pack(e, n, value);
+}
+
+/* Packs Profile{sample_type} onto E->out, the first of the three parts. */
+static int pp_head_pack(pp_enc *e)
+{
+    Perftools__Profiles__Profile p = PERFTOOLS__PROFILES__PROFILE__INIT;
+    Perftools__Profiles__ValueType st = PERFTOOLS__PROFILES__VALUE_TYPE__INIT;
+    Perftools__Profiles__ValueType *stp = &st;
+    size_t size;
+    int rc;
+
+    st.type = e->type_str[0];
+    st.unit = e->type_str[1];
+    p.n_sample_type = 1;
+    p.sample_type = &stp;
+    size = perftools__profiles__profile__get_packed_size(&p);
+    if ((rc = em_buf_reserve(&e->out, size)) != EMBER_OK)
+        return rc;
+    e->out.len += perftools__profiles__profile__pack(&p, e->out.p + e->out.len);
     return EMBER_OK;
 }
 
@@ -275,6 +317,11 @@ static int pp_walk(pp_enc *e, const ember_merged *m, const char *type)
     size_t n = ember_merged_samples(m, &stacks, &values);
     int rc = pp_type_strings(e, type);
 
+    /* a first guess at the packed samples' size, to grow less */
+    if (rc == EMBER_OK)
+        rc = em_buf_reserve(&e->out, 4096 + n * 32);
+    if (rc == EMBER_OK)
+        rc = pp_head_pack(e);
     for (size_t i = 0; rc == EMBER_OK && i < n; i++)
         if (values[i] != 0)     /* pprof's merge drops zero samples too */
             rc = pp_stack(e, stacks[i], values[i]);
@@ -292,7 +339,7 @@ static void pp_enc_free(pp_enc *e)
     em_free(e->lines);
     em_free(e->fns);
     em_free(e->maps);
-    em_free(e->samples);
+    em_buf_free(&e->out);
     em_free(e->ids);
 }
 
@@ -308,9 +355,8 @@ typedef Perftools__Profiles__Mapping pb_mapping;
 
 /* The message structs and pointer arrays, all freed by pp_msg_free. */
 typedef struct pp_msg {
-    pb_profile prof;
-    pb_value_type sample_type, period_type, *sample_types[1];
-    pb_sample *samples, **sample_p;
+    pb_profile prof;            /* every field but sample and sample_type */
+    pb_value_type period_type;
     pb_location *locs, **loc_p;
     pb_line *lines, **line_p;
     pb_function *fns, **fn_p;
@@ -321,8 +367,6 @@ typedef struct pp_msg {
 
 static void pp_msg_free(pp_msg *g)
 {
-    em_free(g->samples);
-    em_free(g->sample_p);
     em_free(g->locs);
     em_free(g->loc_p);
     em_free(g->lines);
@@ -338,8 +382,6 @@ static void pp_msg_free(pp_msg *g)
 /* Allocates every array of G for E's counts. */
 static int pp_msg_alloc(pp_msg *g, const pp_enc *e)
 {
-    g->samples = em_malloc(e->nsamples * sizeof *g->samples + 1);
-    g->sample_p = em_malloc(e->nsamples * sizeof *g->sample_p + 1);
     g->locs = em_malloc(e->nlocs * sizeof *g->locs + 1);
     g->loc_p = em_malloc(e->nlocs * sizeof *g->loc_p + 1);
     g->lines = em_malloc(e->nlines * sizeof *g->lines + 1);
@@ -350,12 +392,11 @@ static int pp_msg_alloc(pp_msg *g, const pp_enc *e)
     g->map_p = em_malloc(e->nmaps * sizeof *g->map_p + 1);
     g->map_id = em_malloc(e->nmaps * sizeof *g->map_id + 1);
     g->strings = em_malloc(e->strs.count * sizeof *g->strings + 1);
-    if (g->samples == NULL || g->sample_p == NULL || g->locs == NULL ||
-        g->loc_p == NULL || g->lines == NULL || g->line_p == NULL ||
+    if (g->locs == NULL || g->loc_p == NULL || g->lines == NULL || g->line_p == NULL ||
         g->fns == NULL || g->fn_p == NULL || g->maps == NULL ||
         g->map_p == NULL || g->map_id == NULL || g->strings == NULL)
-        return em_err(EMBER_ENOMEM, "pprof: message of %zu samples, %zu "
-                      "locations", e->nsamples, e->nlocs);
+        return em_err(EMBER_ENOMEM, "pprof: message of %zu locations, %zu "
+                      "functions", e->nlocs, e->nfns);
     return EMBER_OK;
 }
 
@@ -443,36 +484,20 @@ static int64_t ms_to_ns(int64_t ms)
     return ns;
 }
 
-/* Points the profile message of G at E's arrays and M's headers. */
+/* Points the profile message of G at E's arrays and M's headers: the
+** third part, all but the sample types and samples. */
 static void pp_msg_profile(pp_msg *g, pp_enc *e, const ember_merged *m)
 {
     pb_profile *p = &g->prof;
     int64_t min_time, duration, period;
 
-    for (size_t i = 0; i < e->nsamples; i++) {
-        pb_sample *s = &g->samples[i];
-        perftools__profiles__sample__init(s);
-        s->n_location_id = e->samples[i].n;
-        s->location_id = e->ids + e->samples[i].first;
-        s->n_value = 1;
-        s->value = &e->samples[i].value;
-        g->sample_p[i] = s;
-    }
     for (uint32_t i = 0; i < e->strs.count; i++)
         g->strings[i] = (char *)em_strtab_get(&e->strs, i);
-    perftools__profiles__value_type__init(&g->sample_type);
     perftools__profiles__value_type__init(&g->period_type);
-    g->sample_type.type = e->type_str[0];
-    g->sample_type.unit = e->type_str[1];
     g->period_type.type = e->type_str[2];
     g->period_type.unit = e->type_str[3];
-    g->sample_types[0] = &g->sample_type;
     ember_merged_span(m, &min_time, NULL, &duration, &period);
     perftools__profiles__profile__init(p);
-    p->n_sample_type = 1;
-    p->sample_type = g->sample_types;
-    p->n_sample = e->nsamples;
-    p->sample = g->sample_p;
     p->n_mapping = e->nmaps;
     p->mapping = g->map_p;
     p->n_location = e->nlocs;
@@ -523,11 +548,13 @@ out:
 
 /* ---- the encoder -------------------------------------------------------- */
 
+/* Packs the third part after E->out's first two and hands back the whole
+** profile, gzip'd when FLAGS say. */
 static int pp_pack(pp_enc *e, const ember_merged *m, unsigned flags,
                    void **out, size_t *len)
 {
     pp_msg g;
-    uint8_t *raw = NULL, *gz = NULL;
+    uint8_t *gz = NULL;
     size_t n = 0, gzlen = 0;
     int rc;
 
@@ -539,24 +566,24 @@ static int pp_pack(pp_enc *e, const ember_merged *m, unsigned flags,
         pp_msg_locations(&g, e);
         pp_msg_profile(&g, e, m);
         n = perftools__profiles__profile__get_packed_size(&g.prof);
-        if ((raw = em_malloc(n + 1)) == NULL)
-            rc = pp_nomem("bytes of profile", n);
+        rc = em_buf_reserve(&e->out, n + 1);
     }
     if (rc == EMBER_OK)
-        perftools__profiles__profile__pack(&g.prof, raw);
+        e->out.len += perftools__profiles__profile__pack(&g.prof,
+                                                         e->out.p + e->out.len);
     pp_msg_free(&g);
-    if (rc == EMBER_OK && (flags & EMBER_PPROF_GZIP)) {
-        rc = pp_gzip(raw, n, &gz, &gzlen);
-        em_free(raw);
-        raw = gz;
-        n = gzlen;
-    }
-    if (rc != EMBER_OK) {
-        em_free(raw);
+    if (rc != EMBER_OK)
         return rc;
+    if (flags & EMBER_PPROF_GZIP) {
+        if ((rc = pp_gzip(e->out.p, e->out.len, &gz, &gzlen)) != EMBER_OK)
+            return rc;
+        *out = gz;
+        *len = gzlen;
+        return EMBER_OK;
     }
-    *out = raw;
-    *len = n;
+    *out = e->out.p;            /* the caller's now: ember_pprof_free */
+    *len = e->out.len;
+    e->out = (em_buf){ 0 };
     return EMBER_OK;
 }
 
