@@ -23,9 +23,9 @@
 # Prints a Markdown table, also kept in BUILD/bench-pprof.md.
 set -eu
 build=${1:-build}
-RUNS=${RUNS:-5}                 # imports
+RUNS=${RUNS:-11}                # imports
 MERGE_RUNS=${MERGE_RUNS:-21}    # Ember merges (a few ms each)
-GO_RUNS=${GO_RUNS:-3}           # go tool pprof merges (slow)
+GO_RUNS=${GO_RUNS:-7}           # go tool pprof merges (slow)
 ember=$build/ember
 bp=$build/bench/bench_pprof
 bench=$build/bench-data

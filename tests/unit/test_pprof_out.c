@@ -544,6 +544,16 @@ static void test_encode(void **state)
     /* The same bytes with and without gzip. */
     assert_int_equal(gz_len, len);
     assert_memory_equal(gz_raw, raw, len);
+    /* The encoder packs the samples one by one between two partial
+    ** profiles; protobuf-c packing the whole message gives the same bytes. */
+    {
+        size_t n = perftools__profiles__profile__get_packed_size(q);
+        uint8_t *whole = malloc(n + 1);
+        assert_int_equal(n, len);
+        assert_int_equal(perftools__profiles__profile__pack(q, whole), n);
+        assert_memory_equal(whole, raw, n);
+        free(whole);
+    }
     perftools__profiles__profile__free_unpacked(p, &pb_allocator);
     perftools__profiles__profile__free_unpacked(q, &pb_allocator);
     free(gz_raw);
