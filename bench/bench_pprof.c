@@ -2,7 +2,7 @@
 ** bench/bench_pprof.c: pprof import throughput in one process, without the
 ** CLI around it: what `ember import` does per file (em_decode: gunzip,
 ** protobuf unpack, build the profile set) and per batch (em_pset_write of
-** up to 512 files in one transaction, one fsync), timed on files already
+** up to 4096 files in one transaction, one fsync), timed on files already
 ** in memory, so reading them is left out.
 **
 **   bench_pprof [--runs N] [--dir DBDIR] FILE|DIR...
@@ -30,7 +30,7 @@
 #include "ingest/pset.h"
 #include "bench/util.h"
 
-#define BATCH_MAX_FILES 512             /* as repl/cmd_import.c */
+#define BATCH_MAX_FILES 4096            /* as repl/cmd_import.c */
 #define BATCH_MAX_BYTES (64ull << 20)
 #define MAX_RUNS 99
 
