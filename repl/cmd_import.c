@@ -52,6 +52,8 @@ typedef struct import_run {
     bool batch_failed;              /* a write failed: retry file by file */
     em_pset set;                    /* each file's, reset between files */
     uint64_t files, failed, profiles, samples, bytes;
+    uint64_t bad_paths;             /* named or found, yet neither a file we
+                                       tried nor a directory we could walk */
     uint64_t read_samples, read_bytes;  /* decoded, written or not yet */
 } import_run;
 
@@ -340,7 +342,7 @@ static void import_dir(import_run *r, const char *path, int fd, int depth)
     bool slash = path[strlen(path) - 1] == '/';
 
     if (d == NULL) {
-        r->failed++;
+        r->bad_paths++;
         em_cli_fail(0, "import", "%s: %s", path, strerror(errno));
         close(fd);
         return;
@@ -374,13 +376,17 @@ static void import_at(import_run *r, int at, const char *name,
             report_failure(r, path);
             return;
         }
-        r->failed++;
+        r->bad_paths++;
         em_cli_fail(0, "import", "%s: %s", path, strerror(e));
     } else if (S_ISDIR(st.st_mode)) {
-        if (depth < 64)
+        if (depth < 64) {
             import_dir(r, path, fd, depth);
-        else
+        } else {
+            r->bad_paths++;
+            em_cli_fail(0, "import", "%s: more than 64 directories deep, "
+                        "not read", path);
             close(fd);
+        }
     } else {
         import_file(r, path, fd, &st);
         close(fd);
@@ -511,7 +517,7 @@ int em_cmd_import(int argc, char **argv)
             import_at(r, AT_FDCWD, argv[i], argv[i], 0);
         batch_flush(r);
         import_summary(r);
-        st = r->failed > 0 ? 1 : 0;
+        st = r->failed > 0 || r->bad_paths > 0 ? 1 : 0;
     }
     ember_close(r->db);
     em_pset_free(&r->set);

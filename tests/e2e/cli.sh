@@ -69,6 +69,19 @@ grep -q "imported 4100 of 4101 files" "$tmp/manyerr" || fail "many: $(tail -1 "$
 $EMBER query -d "$db" -o top 'process_cpu:samples:count:cpu:nanoseconds:delta{service="many"}' |
   grep -q "of 8407050 total" || fail "many: the total is not 1 + ... + 4100"
 
+# a path that does not exist, and a directory too deep to walk, each get an
+# error line and exit 1; the summary counts only the files that were read
+mkdir -p "$tmp/deep"
+d="$tmp/deep"; for i in $(seq 66); do d="$d/d"; done; mkdir -p "$d"
+cp $data/1732170000000.txt "$d/"
+if $EMBER import -d "$tmp/db2" "$tmp/nope.pb.gz" "$tmp/deep" \
+    $data/1732170000000.txt 2> "$tmp/missing"; then
+  fail "import of a missing path exited 0"
+fi
+grep -q "nope.pb.gz: No such file" "$tmp/missing" || fail "missing: $(cat "$tmp/missing")"
+grep -q "more than 64 directories deep" "$tmp/missing" || fail "deep: $(cat "$tmp/missing")"
+grep -q "imported 1 of 1 files" "$tmp/missing" || fail "missing summary: $(tail -1 "$tmp/missing")"
+
 # a selector error points at the column
 if $EMBER query -d "$db" '{service=}' 2> "$tmp/perr"; then fail "bad selector exited 0"; fi
 grep -q 'column' "$tmp/perr" || fail "parse error without column: $(cat "$tmp/perr")"
