@@ -26,18 +26,29 @@
 struct em_staged_ent {
     uint8_t *key;                   /* NULL: free slot */
     size_t klen;
+    uint64_t hash;                  /* em_hash64 of the key */
     roaring_bitmap_t *bm;
+    uint32_t *pend;                 /* ids added since bm was last brought */
+    size_t npend, cap_pend;         /* up to date (staged_settle) */
 };
+
+/* Ids wait in an entry's array until this many, then go into its bitmap in
+** one roaring_bitmap_add_many: a new stack adds its id to the postings of
+** each of its functions, some thirty bitmaps, and adding ids one at a time
+** was most of staging (a Go heap profile's import). */
+#define STAGED_PEND_MAX 1024
 
 /* ---- staging ------------------------------------------------------------------ */
 
-static size_t staged_slot(const em_staged *s, const void *key, size_t klen)
+static size_t staged_slot(const em_staged *s, uint64_t h, const void *key,
+                          size_t klen)
 {
     size_t mask = s->cap - 1;
-    size_t i = (size_t)em_hash64(key, klen, 0) & mask;
+    size_t i = (size_t)h & mask;
 
     while (s->ents[i].key != NULL &&
-           (s->ents[i].klen != klen || memcmp(s->ents[i].key, key, klen)))
+           (s->ents[i].hash != h || s->ents[i].klen != klen ||
+            memcmp(s->ents[i].key, key, klen) != 0))
         i = (i + 1) & mask;
     return i;
 }
@@ -54,21 +65,56 @@ static int staged_grow(em_staged *s)
         return em_err(EMBER_ENOMEM, "postings: staging table of %zu", ncap);
     }
     s->cap = ncap;
-    for (size_t i = 0; i < ocap; i++)
-        if (old[i].key != NULL)
-            s->ents[staged_slot(s, old[i].key, old[i].klen)] = old[i];
+    for (size_t i = 0; i < ocap; i++) {
+        size_t j;
+        if (old[i].key == NULL)
+            continue;
+        for (j = (size_t)old[i].hash & (ncap - 1); s->ents[j].key != NULL;
+             j = (j + 1) & (ncap - 1))
+            ;
+        s->ents[j] = old[i];
+    }
     em_free(old);
+    return EMBER_OK;
+}
+
+/* Brings E's bitmap up to date with its pending ids. */
+static void staged_settle(struct em_staged_ent *e)
+{
+    if (e->npend > 0)
+        roaring_bitmap_add_many(e->bm, e->npend, e->pend);
+    e->npend = 0;
+}
+
+/* Appends ID to E's pending ids, settling first when they are full. */
+static int staged_pend(struct em_staged_ent *e, uint32_t id)
+{
+    uint32_t *p;
+
+    if (e->npend > 0 && e->pend[e->npend - 1] == id)
+        return EMBER_OK;            /* a function twice in one stack */
+    if (e->npend == STAGED_PEND_MAX)
+        staged_settle(e);
+    if (e->npend == e->cap_pend) {
+        p = em_grow(e->pend, &e->cap_pend, e->npend + 1, sizeof *p);
+        if (p == NULL)
+            return em_err(EMBER_ENOMEM, "postings: staging %zu ids",
+                          e->npend + 1);
+        e->pend = p;
+    }
+    e->pend[e->npend++] = id;
     return EMBER_OK;
 }
 
 int em_staged_add(em_staged *s, const void *key, size_t klen, uint32_t id)
 {
+    uint64_t h = em_hash64(key, klen, 0);
     struct em_staged_ent *e;
     int rc;
 
     if (2 * (s->n + 1) > s->cap && (rc = staged_grow(s)) != EMBER_OK)
         return rc;
-    e = &s->ents[staged_slot(s, key, klen)];
+    e = &s->ents[staged_slot(s, h, key, klen)];
     if (e->key == NULL) {
         e->key = em_malloc(klen);
         e->bm = roaring_bitmap_create();
@@ -81,20 +127,22 @@ int em_staged_add(em_staged *s, const void *key, size_t klen, uint32_t id)
         }
         memcpy(e->key, key, klen);
         e->klen = klen;
+        e->hash = h;
         s->n++;
     }
-    roaring_bitmap_add(e->bm, id);
-    return EMBER_OK;
+    return staged_pend(e, id);
 }
 
 void em_staged_clear(em_staged *s)
 {
     for (size_t i = 0; i < s->cap; i++) {
-        if (s->ents[i].key == NULL)
+        struct em_staged_ent *e = &s->ents[i];
+        if (e->key == NULL)
             continue;
-        em_free(s->ents[i].key);
-        roaring_bitmap_free(s->ents[i].bm);
-        s->ents[i].key = NULL;
+        em_free(e->key);
+        em_free(e->pend);
+        roaring_bitmap_free(e->bm);
+        memset(e, 0, sizeof *e);
     }
     s->n = 0;
 }
@@ -154,6 +202,7 @@ int em_staged_flush(em_wtxn *w, em_staged *s, MDB_dbi dbi)
         roaring_bitmap_t *have;
         if (e->key == NULL)
             continue;
+        staged_settle(e);
         rc = em_bitmap_get(w->txn, dbi, e->key, e->klen, &have);
         if (rc == EMBER_OK && have != NULL) {
             roaring_bitmap_or_inplace(e->bm, have);
@@ -689,26 +738,33 @@ int em_keep_get(em_rtxn *r, const char *focus, const char *ignore,
 
 /* ---- lookups for verify ------------------------------------------------------- */
 
-const roaring_bitmap_t *em_staged_find(const em_staged *s, const void *key,
+const roaring_bitmap_t *em_staged_find(em_staged *s, const void *key,
                                        size_t klen)
 {
-    size_t i;
+    struct em_staged_ent *e;
 
     if (s->cap == 0)
         return NULL;
-    i = staged_slot(s, key, klen);
-    return s->ents[i].key != NULL ? s->ents[i].bm : NULL;
+    e = &s->ents[staged_slot(s, em_hash64(key, klen, 0), key, klen)];
+    if (e->key == NULL)
+        return NULL;
+    staged_settle(e);
+    return e->bm;
 }
 
-int em_staged_each(const em_staged *s,
+int em_staged_each(em_staged *s,
                    int (*fn)(void *ctx, const void *key, size_t klen,
                              const roaring_bitmap_t *bm),
                    void *ctx)
 {
     int rc = EMBER_OK;
 
-    for (size_t i = 0; i < s->cap && rc == EMBER_OK; i++)
-        if (s->ents[i].key != NULL)
-            rc = fn(ctx, s->ents[i].key, s->ents[i].klen, s->ents[i].bm);
+    for (size_t i = 0; i < s->cap && rc == EMBER_OK; i++) {
+        struct em_staged_ent *e = &s->ents[i];
+        if (e->key == NULL)
+            continue;
+        staged_settle(e);
+        rc = fn(ctx, e->key, e->klen, e->bm);
+    }
     return rc;
 }

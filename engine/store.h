@@ -332,10 +332,11 @@ int em_stack_decode(const uint8_t *p, size_t len, uint32_t *locs, size_t cap,
 int em_staged_add(em_staged *s, const void *key, size_t klen, uint32_t id);
 void em_staged_clear(em_staged *s);
 void em_staged_free(em_staged *s);
-/* The staged bitmap of KEY, or NULL; and a walk over every entry. */
-const roaring_bitmap_t *em_staged_find(const em_staged *s, const void *key,
+/* The staged bitmap of KEY, or NULL; and a walk over every entry. Both
+** bring an entry's bitmap up to date with its pending ids first. */
+const roaring_bitmap_t *em_staged_find(em_staged *s, const void *key,
                                        size_t klen);
-int em_staged_each(const em_staged *s,
+int em_staged_each(em_staged *s,
                    int (*fn)(void *ctx, const void *key, size_t klen,
                              const roaring_bitmap_t *bm),
                    void *ctx);

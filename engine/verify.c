@@ -300,7 +300,7 @@ static int expected_stored(void *ctx, const void *key, size_t klen,
 }
 
 /* Every stored key must be expected. */
-static int stored_expected(vctx *v, const em_staged *s, MDB_dbi dbi,
+static int stored_expected(vctx *v, em_staged *s, MDB_dbi dbi,
                            const char *what)
 {
     MDB_cursor *cur;
@@ -409,7 +409,7 @@ static int verify_chunk(vctx *v, const MDB_val *k, const MDB_val *d,
 }
 
 /* Each head summary must count the head chunks of its series. */
-static void verify_heads(vctx *v, const em_staged *heads)
+static void verify_heads(vctx *v, em_staged *heads)
 {
     MDB_cursor *cur;
     MDB_val k, d;

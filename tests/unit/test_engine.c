@@ -1,7 +1,8 @@
 /*
 ** tests/unit/test_engine.c: the storage engine through the public API:
 ** append, merge, totals, the iterator, dedup and reopen, sealing, ranges,
-** label metadata, focus through function postings, map growth, failed
+** label metadata, focus through function postings (past the postings
+** stage's pending limit too), map growth, failed
 ** batches, concurrent readers and writers.
 */
 #include <stdarg.h>
@@ -403,6 +404,47 @@ static void test_focus_after_abort(void **state)
     tu_rmdir(dir);
 }
 
+/* One transaction making more stacks through one function than the
+** postings stage holds pending (STAGED_PEND_MAX, 1024), each naming that
+** function twice (recursion): focus finds every stack and verify agrees
+** with the stored postings. */
+static void test_focus_many_stacks(void **state)
+{
+    enum { N = 3000 };
+    char *dir = tu_tmpdir("focusmany");
+    ember_db *db = tu_open(dir, 0);
+    static ember_sample s[N];
+    ember_profile p = tu_profile(CPU, NULL, 0, T0, s, N);
+    ember_txn *t = NULL;
+    uint32_t hot, locs[3];
+    ember_merged *m;
+    char name[32];
+
+    (void)state;
+    assert_int_equal(ember_txn_begin(db, &t), EMBER_OK);
+    hot = intern_fn_loc(t, "hot_fn");
+    for (uint32_t k = 0; k < N; k++) {
+        snprintf(name, sizeof name, "leaf_%u", k);
+        locs[0] = intern_fn_loc(t, name);
+        locs[1] = locs[2] = hot;
+        assert_int_equal(ember_intern_stack(t, locs, 3, &s[k].stack),
+                         EMBER_OK);
+        s[k].value = k + 1;
+    }
+    assert_int_equal(ember_txn_append(t, &p), EMBER_OK);
+    assert_int_equal(ember_txn_commit(t), EMBER_OK);
+    m = merge(db, CPU, 0, 0, "hot_fn");
+    assert_int_equal(ember_merged_samples(m, NULL, NULL), N);
+    ember_merged_free(m);
+    m = merge(db, CPU, 0, 0, "leaf_2999");
+    assert_int_equal(ember_merged_samples(m, NULL, NULL), 1);
+    assert_int_equal(merged_value(m, s[N - 1].stack), N);
+    ember_merged_free(m);
+    assert_int_equal(tu_verify(db), 0);
+    ember_close(db);
+    tu_rmdir(dir);
+}
+
 static void test_failed_batch_leaves_nothing(void **state)
 {
     char *dir = tu_tmpdir("atomic");
@@ -587,6 +629,7 @@ int main(void)
         cmocka_unit_test(test_labels),
         cmocka_unit_test(test_focus),
         cmocka_unit_test(test_focus_after_abort),
+        cmocka_unit_test(test_focus_many_stacks),
         cmocka_unit_test(test_failed_batch_leaves_nothing),
         cmocka_unit_test(test_map_growth),
         cmocka_unit_test(test_threads),
