@@ -54,7 +54,6 @@ stamp="600x100ms $(cksum < "$src")"
 # The stamp sits beside the directory, which holds the profiles only, so
 # that ember import reads the directory itself: a directory of symlinks,
 # as before, added a path walk per file to what was measured.
-[ -f "$data/stamp" ] && mv "$data/stamp" "$data.stamp"
 if [ "$(cat "$data.stamp" 2> /dev/null)" != "$stamp" ]; then
     note "generating 600 CPU profiles with profgen (about 90 s, once)"
     rm -rf "$data" "$data.tmp" "$data.stamp"

@@ -65,15 +65,10 @@ static int staged_grow(em_staged *s)
         return em_err(EMBER_ENOMEM, "postings: staging table of %zu", ncap);
     }
     s->cap = ncap;
-    for (size_t i = 0; i < ocap; i++) {
-        size_t j;
-        if (old[i].key == NULL)
-            continue;
-        for (j = (size_t)old[i].hash & (ncap - 1); s->ents[j].key != NULL;
-             j = (j + 1) & (ncap - 1))
-            ;
-        s->ents[j] = old[i];
-    }
+    for (size_t i = 0; i < ocap; i++)
+        if (old[i].key != NULL)
+            s->ents[staged_slot(s, old[i].hash, old[i].key, old[i].klen)] =
+                old[i];
     em_free(old);
     return EMBER_OK;
 }

@@ -249,25 +249,33 @@ static int pp_location(pp_enc *e, uint32_t lid, uint64_t *out)
 /* Field 2 of Profile, repeated Sample: its tag as protobuf-c writes it. */
 #define PP_SAMPLE_TAG ((2u << 3) | 2u)
 
-/* Packs one Sample of the N location ids at E->ids and VALUE onto E->out,
-** framed as an element of Profile's field 2. */
+/* Packs MSG onto E->out with protobuf-c; with FRAMED, as an element of
+** Profile's field 2 (its tag and length first). */
+static int pp_append(pp_enc *e, const ProtobufCMessage *msg, bool framed)
+{
+    size_t size = protobuf_c_message_get_packed_size(msg);
+    int rc = em_buf_reserve(&e->out, 1 + EM_VARINT_MAX + size);
+
+    if (rc != EMBER_OK)
+        return rc;
+    if (framed) {
+        e->out.p[e->out.len++] = PP_SAMPLE_TAG;
+        e->out.len += em_varint_put(e->out.p + e->out.len, size);
+    }
+    e->out.len += protobuf_c_message_pack(msg, e->out.p + e->out.len);
+    return EMBER_OK;
+}
+
+/* Packs one Sample of the N location ids at E->ids and VALUE onto E->out. */
 static int pp_sample_pack(pp_enc *e, size_t n, int64_t value)
 {
     Perftools__Profiles__Sample s = PERFTOOLS__PROFILES__SAMPLE__INIT;
-    size_t size;
-    int rc;
 
     s.n_location_id = n;
     s.location_id = e->ids;
     s.n_value = 1;
     s.value = &value;
-    size = perftools__profiles__sample__get_packed_size(&s);
-    if ((rc = em_buf_reserve(&e->out, 1 + EM_VARINT_MAX + size)) != EMBER_OK)
-        return rc;
-    e->out.p[e->out.len++] = PP_SAMPLE_TAG;
-    e->out.len += em_varint_put(e->out.p + e->out.len, size);
-    e->out.len += perftools__profiles__sample__pack(&s, e->out.p + e->out.len);
-    return EMBER_OK;
+    return pp_append(e, &s.base, true);
 }
 
 /* Adds merged stack SID with VALUE as one sample. */
@@ -296,18 +304,12 @@ static int pp_head_pack(pp_enc *e)
     Perftools__Profiles__Profile p = PERFTOOLS__PROFILES__PROFILE__INIT;
     Perftools__Profiles__ValueType st = PERFTOOLS__PROFILES__VALUE_TYPE__INIT;
     Perftools__Profiles__ValueType *stp = &st;
-    size_t size;
-    int rc;
 
     st.type = e->type_str[0];
     st.unit = e->type_str[1];
     p.n_sample_type = 1;
     p.sample_type = &stp;
-    size = perftools__profiles__profile__get_packed_size(&p);
-    if ((rc = em_buf_reserve(&e->out, size)) != EMBER_OK)
-        return rc;
-    e->out.len += perftools__profiles__profile__pack(&p, e->out.p + e->out.len);
-    return EMBER_OK;
+    return pp_append(e, &p.base, false);
 }
 
 static int pp_walk(pp_enc *e, const ember_merged *m, const char *type)
@@ -347,7 +349,6 @@ static void pp_enc_free(pp_enc *e)
 
 typedef Perftools__Profiles__Profile pb_profile;
 typedef Perftools__Profiles__ValueType pb_value_type;
-typedef Perftools__Profiles__Sample pb_sample;
 typedef Perftools__Profiles__Location pb_location;
 typedef Perftools__Profiles__Line pb_line;
 typedef Perftools__Profiles__Function pb_function;
@@ -392,8 +393,8 @@ static int pp_msg_alloc(pp_msg *g, const pp_enc *e)
     g->map_p = em_malloc(e->nmaps * sizeof *g->map_p + 1);
     g->map_id = em_malloc(e->nmaps * sizeof *g->map_id + 1);
     g->strings = em_malloc(e->strs.count * sizeof *g->strings + 1);
-    if (g->locs == NULL || g->loc_p == NULL || g->lines == NULL || g->line_p == NULL ||
-        g->fns == NULL || g->fn_p == NULL || g->maps == NULL ||
+    if (g->locs == NULL || g->loc_p == NULL || g->lines == NULL ||
+        g->line_p == NULL || g->fns == NULL || g->fn_p == NULL || g->maps == NULL ||
         g->map_p == NULL || g->map_id == NULL || g->strings == NULL)
         return em_err(EMBER_ENOMEM, "pprof: message of %zu locations, %zu "
                       "functions", e->nlocs, e->nfns);
@@ -555,7 +556,7 @@ static int pp_pack(pp_enc *e, const ember_merged *m, unsigned flags,
 {
     pp_msg g;
     uint8_t *gz = NULL;
-    size_t n = 0, gzlen = 0;
+    size_t gzlen = 0;
     int rc;
 
     memset(&g, 0, sizeof g);
@@ -565,12 +566,8 @@ static int pp_pack(pp_enc *e, const ember_merged *m, unsigned flags,
     if (rc == EMBER_OK) {
         pp_msg_locations(&g, e);
         pp_msg_profile(&g, e, m);
-        n = perftools__profiles__profile__get_packed_size(&g.prof);
-        rc = em_buf_reserve(&e->out, n + 1);
+        rc = pp_append(e, &g.prof.base, false);
     }
-    if (rc == EMBER_OK)
-        e->out.len += perftools__profiles__profile__pack(&g.prof,
-                                                         e->out.p + e->out.len);
     pp_msg_free(&g);
     if (rc != EMBER_OK)
         return rc;
