@@ -429,6 +429,15 @@ EMBER_API const char *ember_result_column(const ember_result *r);
 EMBER_API size_t ember_result_rows(const ember_result *r);
 EMBER_API const char *ember_result_row(const ember_result *r, size_t i);
 
+/* Notes for a person about any result, in order: why a query matched
+** nothing ("no series has label \"servce\" (did you mean service?)"), the
+** stored span when the range missed it, which type a short type name or a
+** selector without one resolved to. A query with notes still succeeded.
+** ember_result_note gives note I (NULL past the end), valid until R is
+** freed. */
+EMBER_API size_t ember_result_notes(const ember_result *r);
+EMBER_API const char *ember_result_note(const ember_result *r, size_t i);
+
 /* ------------------------------------------------------------------------ */
 /* Statistics and verification                                               */
 

@@ -39,6 +39,8 @@ typedef struct wgroup {
     uint32_t *ids;                  /* engine stack id of prof.stacks[i] */
     ember_merged *merged;           /* the engine's merge (span source) */
     bool filtered;                  /* merged no longer matches prof */
+    bool reframed;                  /* hide or show changed frames: no
+                                    ** merged can stand for prof */
     uint64_t nseries, nprofiles;
 } wgroup;
 
@@ -392,6 +394,43 @@ out:
     return rc;
 }
 
+/* hide (SHOW false) or show with RE: drops the frames whose function
+** matches (hide) or does not (show), as pprof's -hide and -show do per
+** inline line. A stack left without frames keeps its value as an empty
+** stack, so totals and percentages stay those of the whole profile, as
+** pprof's -top reports them. The stacks no longer match their engine ids
+** (pprof output would show the hidden frames), so merged is dropped. */
+static int filter_frames(wgroup *g, const em_regex *re, bool show)
+{
+    em_rprofile *p = &g->prof;
+    uint8_t *seen = em_calloc(p->names.count + 1, 1);   /* 0 ?, 1 no, 2 yes */
+
+    if (seen == NULL)
+        return em_err(EMBER_ENOMEM, "query: %u names", p->names.count);
+    for (size_t i = 0; i < p->nstacks; i++) {
+        em_rframe *f = p->frames + p->stacks[i].first;
+        size_t w = 0, loc = 0;          /* loc: where f[w]'s location began */
+        for (size_t j = 0; j < p->stacks[i].nframes; j++) {
+            const char *name = em_strtab_get(&p->names, f[j].fn);
+            bool inl = (f[j].flags & EM_RFRAME_INLINED) != 0;
+            if (seen[f[j].fn] == 0)
+                seen[f[j].fn] = em_regex_match(re, name, strlen(name)) ? 2 : 1;
+            if ((seen[f[j].fn] == 2) == show)
+                f[w++] = f[j];
+            else if (!inl && w > loc)   /* its inner lines end the location */
+                f[w - 1].flags &= ~EM_RFRAME_INLINED;
+            if (!inl)
+                loc = w;
+        }
+        p->stacks[i].nframes = w;
+    }
+    ember_merged_free(g->merged);
+    g->merged = NULL;
+    g->reframed = true;
+    em_free(seen);
+    return EMBER_OK;
+}
+
 typedef struct flat_fn {
     uint32_t fn;
     uint64_t mag;                   /* |flat| */
@@ -462,6 +501,8 @@ static int group_filter(wgroup *g, const em_pop *ops, size_t nops)
             continue;
         if (ops[i].op == EM_OP_TOP)
             rc = filter_top(g, ops[i].n);
+        else if (ops[i].op == EM_OP_HIDE || ops[i].op == EM_OP_SHOW)
+            rc = filter_frames(g, ops[i].re, ops[i].op == EM_OP_SHOW);
         else
             rc = filter_regex(g, ops[i].re, ops[i].op == EM_OP_FOCUS);
     }
@@ -984,7 +1025,7 @@ static int groups_move(gset *s, ember_result *r)
     int rc = EMBER_OK;
 
     for (size_t i = 0; i < s->n && rc == EMBER_OK; i++)
-        if (s->v[i].filtered)
+        if (s->v[i].filtered && !s->v[i].reframed)
             rc = group_remerge(&s->v[i]);
     if (rc != EMBER_OK)
         return rc;

@@ -85,6 +85,8 @@ static const struct {
     [EM_FN_DIFF] = { "diff", false },
     [EM_FN_FOCUS] = { "focus", false },
     [EM_FN_IGNORE] = { "ignore", false },
+    [EM_FN_HIDE] = { "hide", false },
+    [EM_FN_SHOW] = { "show", false },
     [EM_FN_TOP] = { "top", false },
     [EM_FN_TOTAL] = { "total", false },
     [EM_FN_RATE] = { "rate", false },
@@ -141,30 +143,38 @@ static int lower(int c)
     return c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c;
 }
 
-/* Edit distance between the N bytes at A (N <= 32) and B, ignoring case,
-** a swap of two neighbours counting as one edit (optimal string alignment). */
-static size_t edit_distance(const char *a, size_t n, const char *b)
+size_t em_edit_distance(const char *a, size_t n, const char *b, size_t m,
+                        bool within)
 {
-    size_t m = strlen(b), d[33][33];
+    size_t d[EM_EDIT_MAX + 1][EM_EDIT_MAX + 1], best_end = SIZE_MAX;
 
+    if (n > EM_EDIT_MAX || m > EM_EDIT_MAX)
+        return SIZE_MAX;
     for (size_t i = 0; i <= n; i++)
         d[i][0] = i;
     for (size_t j = 0; j <= m; j++)
-        d[0][j] = j;
+        d[0][j] = within ? 0 : j;       /* a may start anywhere in b */
     for (size_t i = 1; i <= n; i++) {
         for (size_t j = 1; j <= m; j++) {
-            size_t best = d[i - 1][j - 1] + (lower(a[i - 1]) != b[j - 1]);
+            size_t best = d[i - 1][j - 1] + (lower(a[i - 1]) !=
+                                             lower(b[j - 1]));
             if (d[i - 1][j] + 1 < best)
                 best = d[i - 1][j] + 1;
             if (d[i][j - 1] + 1 < best)
                 best = d[i][j - 1] + 1;
-            if (i > 1 && j > 1 && lower(a[i - 1]) == b[j - 2] &&
-                lower(a[i - 2]) == b[j - 1] && d[i - 2][j - 2] + 1 < best)
+            if (i > 1 && j > 1 && lower(a[i - 1]) == lower(b[j - 2]) &&
+                lower(a[i - 2]) == lower(b[j - 1]) &&
+                d[i - 2][j - 2] + 1 < best)
                 best = d[i - 2][j - 2] + 1;
             d[i][j] = best;
         }
     }
-    return d[n][m];
+    if (!within)
+        return d[n][m];
+    for (size_t j = 0; j <= m; j++)     /* ... and end anywhere */
+        if (d[n][j] < best_end)
+            best_end = d[n][j];
+    return best_end;
 }
 
 /* The function most likely meant by a misspelled name, or NULL: one edit
@@ -174,10 +184,9 @@ static const char *fn_closest(const char *s, size_t len)
     const char *best = NULL;
     size_t best_d = len <= 4 ? 2 : 3;
 
-    if (len > 32)
-        return NULL;
     for (size_t f = 1; f < EM_ARRAY_LEN(fns); f++) {
-        size_t dist = edit_distance(s, len, fns[f].name);
+        size_t dist = em_edit_distance(s, len, fns[f].name,
+                                       strlen(fns[f].name), false);
         if (dist < best_d) {
             best_d = dist;
             best = fns[f].name;

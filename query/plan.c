@@ -48,6 +48,10 @@ static const fn_info fns[] = {
       EMBER_RESULT_PROFILE },
     { EM_FN_IGNORE, "ignore", "a profile and a regex string", 2, 2, false,
       EMBER_RESULT_PROFILE },
+    { EM_FN_HIDE, "hide", "a profile and a regex string", 2, 2, false,
+      EMBER_RESULT_PROFILE },
+    { EM_FN_SHOW, "show", "a profile and a regex string", 2, 2, false,
+      EMBER_RESULT_PROFILE },
     { EM_FN_TOP, "top", "a profile and a number", 2, 2, false,
       EMBER_RESULT_PROFILE },
     { EM_FN_TOTAL, "total", "a selector", 1, 1, false, EMBER_RESULT_SERIES },
@@ -246,6 +250,21 @@ static bool chain_has_top(const em_pop *ops, size_t n)
     return false;
 }
 
+/* True for a filter that changes which stacks or frames later filters
+** see in a way the engine cannot apply first (top, hide, show). */
+static bool op_reshapes(int op)
+{
+    return op == EM_OP_TOP || op == EM_OP_HIDE || op == EM_OP_SHOW;
+}
+
+static bool chain_reshaped(const em_pop *ops, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (op_reshapes(ops[i].op))
+            return true;
+    return false;
+}
+
 static int ops_push(em_pop **ops, size_t *n, const em_pop *op)
 {
     em_pop *a = em_realloc(*ops, (*n + 1) * sizeof *a);
@@ -257,29 +276,36 @@ static int ops_push(em_pop **ops, size_t *n, const em_pop *op)
     return EMBER_OK;
 }
 
+static void op_free(em_pop *op)
+{
+    em_regex_free(op->re);
+    em_free(op->pattern);
+}
+
 /* Appends OP to chain CH (taking its regex), pushing a focus or ignore
-** down to the engine when it is the chain's first before any top. */
+** down to the engine when it is the chain's first before any top, hide
+** or show. */
 static int chain_add(em_pchain *ch, em_pop op)
 {
-    bool before_top = !chain_has_top(ch->ops, ch->nops);
+    bool first = !chain_reshaped(ch->ops, ch->nops);
     int rc;
 
-    if (op.op == EM_OP_FOCUS && before_top && ch->focus == NULL) {
+    if (op.op == EM_OP_FOCUS && first && ch->focus == NULL) {
         op.pushed = true;
-        ch->focus = op.text;
-    } else if (op.op == EM_OP_IGNORE && before_top && ch->ignore == NULL) {
+        ch->focus = op.pattern;
+    } else if (op.op == EM_OP_IGNORE && first && ch->ignore == NULL) {
         op.pushed = true;
-        ch->ignore = op.text;
+        ch->ignore = op.pattern;
     }
     if ((rc = ops_push(&ch->ops, &ch->nops, &op)) != EMBER_OK)
-        em_regex_free(op.re);
+        op_free(&op);
     return rc;
 }
 
 static void ops_free(em_pop *ops, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        em_regex_free(ops[i].re);
+        op_free(&ops[i]);
     em_free(ops);
 }
 
@@ -290,17 +316,34 @@ static void chain_free(em_pchain *ch)
     ch->nops = 0;
 }
 
-/* Compiles focus/ignore's regex (argument 2 of N) with a caret at it. */
-static int op_regex(pctx *c, const em_node *n, em_regex **re)
+/* Compiles the regex of focus, ignore, hide or show (argument 2 of N)
+** into OP, with a caret at it when it is bad. They match anywhere in a
+** function name, as pprof's -focus does: the engine's regexes are anchored
+** (Prometheus' matchers), so the pattern is wrapped as .*(?:re).*, which
+** leaves ^ and $ to anchor where a user wants it. */
+static int op_regex(pctx *c, const em_node *n, em_pop *op)
 {
     const em_node *s = n->u.call.args[1];
     char why[256];
+    size_t len;
     int rc;
 
     if (s->kind != EM_NODE_STRING)
         return arg_error(c, n, 1, NULL);
-    rc = em_regex_compile(s->u.str, re);
-
+    len = strlen(s->u.str);
+    if ((op->pattern = em_malloc(len + 9)) == NULL)
+        return em_err(EMBER_ENOMEM, "query: regex of %zu bytes", len);
+    snprintf(op->pattern, len + 9, ".*(?:%s).*", s->u.str);
+    op->text = s->u.str;
+    rc = em_regex_compile(s->u.str, &op->re);     /* the caret's column */
+    em_regex_free(op->re);
+    op->re = NULL;
+    if (rc == EMBER_OK)
+        rc = em_regex_compile(op->pattern, &op->re);
+    if (rc == EMBER_OK)
+        return rc;
+    em_free(op->pattern);
+    op->pattern = NULL;
     if (rc != EMBER_EINVAL)
         return rc;
     snprintf(why, sizeof why, "%s", em_errmsg());
@@ -331,26 +374,36 @@ static int pexpr_add_op(pctx *c, const em_node *n, em_plan *p, em_pop op)
 
     if (p->kind == EMBER_RESULT_PROFILE)
         return chain_add(&p->a, op);
-    if (op.op == EM_OP_TOP || chain_has_top(p->post, p->npost)) {
+    if (op_reshapes(op.op) || p->npost > 0) {
         if ((rc = ops_push(&p->post, &p->npost, &op)) != EMBER_OK)
-            em_regex_free(op.re);
+            op_free(&op);
         return rc;
     }
     if ((rc = chain_add(&p->a, op)) != EMBER_OK)
         return rc;
     op.re = NULL;                       /* the target gets its own */
-    if ((rc = op_regex(c, n, &op.re)) != EMBER_OK)
+    op.pattern = NULL;
+    if ((rc = op_regex(c, n, &op)) != EMBER_OK)
         return rc;
     return chain_add(&p->b, op);
 }
 
-/* focus(P, "re"), ignore(P, "re"), top(P, N). */
+static int filter_op(em_fn fn)
+{
+    switch (fn) {
+    case EM_FN_FOCUS: return EM_OP_FOCUS;
+    case EM_FN_IGNORE: return EM_OP_IGNORE;
+    case EM_FN_HIDE: return EM_OP_HIDE;
+    case EM_FN_SHOW: return EM_OP_SHOW;
+    default: return EM_OP_TOP;
+    }
+}
+
+/* focus, ignore, hide or show (P, "re"), top(P, N). */
 static int plan_filter(pctx *c, const em_node *n, em_plan *p)
 {
     const em_node *arg = n->u.call.args[0];
-    em_fn fn = n->u.call.fn;
-    em_pop op = { .op = fn == EM_FN_FOCUS ? EM_OP_FOCUS
-                        : fn == EM_FN_IGNORE ? EM_OP_IGNORE : EM_OP_TOP };
+    em_pop op = { .op = filter_op(n->u.call.fn) };
     int rc;
 
     if (!is_profile_arg(arg))
@@ -358,13 +411,11 @@ static int plan_filter(pctx *c, const em_node *n, em_plan *p)
     if (op.op == EM_OP_TOP)
         rc = op_count(c, n, &op.n);
     else
-        rc = op_regex(c, n, &op.re);
+        rc = op_regex(c, n, &op);
     if (rc != EMBER_OK)
         return rc;
-    if (op.op != EM_OP_TOP)
-        op.text = n->u.call.args[1]->u.str;
     if ((rc = plan_pexpr(c, arg, p)) != EMBER_OK) {
-        em_regex_free(op.re);
+        op_free(&op);
         return rc;
     }
     if (op.op == EM_OP_TOP)
@@ -463,6 +514,8 @@ static int plan_pexpr(pctx *c, const em_node *n, em_plan *p)
         return plan_diff(c, n, p);
     case EM_FN_FOCUS:
     case EM_FN_IGNORE:
+    case EM_FN_HIDE:
+    case EM_FN_SHOW:
     case EM_FN_TOP:
         return plan_filter(c, n, p);
     default:

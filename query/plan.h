@@ -32,12 +32,14 @@ typedef struct em_psel {
 } em_psel;
 
 /* A stack filter on profiles. */
-enum { EM_OP_FOCUS = 1, EM_OP_IGNORE, EM_OP_TOP };
+enum { EM_OP_FOCUS = 1, EM_OP_IGNORE, EM_OP_TOP, EM_OP_HIDE, EM_OP_SHOW };
 
 typedef struct em_pop {
     int op;                     /* EM_OP_* */
-    em_regex *re;               /* FOCUS, IGNORE: compiled, owned */
-    const char *text;           /* FOCUS, IGNORE: the regex, borrowed */
+    em_regex *re;               /* FOCUS ... SHOW: pattern compiled, owned */
+    char *pattern;              /* the regex as matched, unanchored:
+                                ** .*(?:text).*, owned */
+    const char *text;           /* the regex as written, borrowed */
     size_t n;                   /* TOP: how many functions */
     bool pushed;                /* the engine applies it (selector focus or
                                 ** ignore): the executor skips it */
@@ -52,8 +54,9 @@ typedef struct em_pchain {
     size_t nlabels;
     em_pop *ops;                /* owned */
     size_t nops;
-    const char *focus;          /* the pushed filters' regexes (borrowed), */
-    const char *ignore;         /* for ember_selector.focus and .ignore */
+    const char *focus;          /* the pushed filters' patterns (borrowed */
+    const char *ignore;         /* from ops), for ember_selector.focus and
+                                ** .ignore */
 } em_pchain;
 
 typedef struct em_plan em_plan;
@@ -99,6 +102,19 @@ void em_plan_free(em_plan *p);                  /* NULL: no-op */
 ** TEXT. */
 int em_exec(ember_db *db, const char *text, const em_plan *plan,
             int64_t step_ms, unsigned flags, ember_result **out);
+
+/* Resolves the types of TREE's selectors against DB (query/notes.c): a
+** short type name (a sample type such as cpu or inuse_space) becomes the
+** one stored type it names, and a selector without a type that feeds a
+** merge takes the one CPU type among those it matches; notes go to NOTES.
+** EMBER_EINVAL with a caret for an ambiguous short name; ENOMEM, EIO. */
+int em_notes_types(ember_db *db, const char *text, em_node *tree,
+                   ember_result *notes);
+/* Adds to R, the result of PLAN, notes saying why it is empty (or why a
+** diff side is): unknown types, label names and values with "did you
+** mean", a range outside the stored span, a regex matching no function. */
+int em_notes_explain(ember_db *db, const char *text, const em_plan *plan,
+                     ember_result *r);
 
 /* Labels: copies N labels (names and values each em_malloc'ed) into a new
 ** array *OUT; frees such an array. */

@@ -111,6 +111,8 @@ typedef enum em_fn {
     EM_FN_DIFF,             /* diff(BASE, TARGET): diff profile(s) */
     EM_FN_FOCUS,            /* focus(P, "re"): stacks through a match */
     EM_FN_IGNORE,           /* ignore(P, "re"): stacks through none */
+    EM_FN_HIDE,             /* hide(P, "re"): drop matching frames */
+    EM_FN_SHOW,             /* show(P, "re"): keep only matching frames */
     EM_FN_TOP,              /* top(P, N): the N largest-flat functions */
     EM_FN_TOTAL,            /* total(SEL): per-series value over time */
     EM_FN_RATE,             /* rate(S): per second */
@@ -192,6 +194,9 @@ void em_sel_view(const em_sel *sel, int64_t from_ms, int64_t to_ms,
 ** "now", or relative to NOW_MS: "-1h", "now-2d", "now+30m". EMBER_OK or
 ** EMBER_EINVAL with a message naming the text. */
 int em_time_parse(const char *s, int64_t now_ms, int64_t *out_ms);
+/* Unix ms MS as RFC 3339 UTC, "2024-11-21T06:20:00Z" (".123Z" when there
+** are milliseconds), into BUF; returns BUF. */
+const char *em_time_format(int64_t ms, char buf[40]);
 /* Parses a duration ("10s", "1h30m", "500ms", "2d", "1w", "1y", "0") into
 ** ms. Units from largest to smallest, each at most once (PromQL's rule); y
 ** is 365 days. EMBER_OK, EMBER_EINVAL or EMBER_ELIMIT (overflow). */
@@ -382,10 +387,16 @@ struct ember_result {
     size_t cap_frames;
     bool ids_only;              /* profiles hold stack ids (merged) but no
                                 ** resolved names: EM_QUERY_IDS_ONLY */
+    char **notes;               /* ember_result_note's, owned, in order */
+    size_t nnotes;
 };
 
 /* Frees everything R owns and R itself. NULL: no-op. */
 void em_result_free(ember_result *r);
+/* Appends a note (printf FMT) to R's notes: why a query matched nothing,
+** which type a short or missing type resolved to. EMBER_OK or ENOMEM. */
+int em_result_note(ember_result *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* ember_query with FLAGS. EM_QUERY_IDS_ONLY: a profile result need not
 ** resolve its stacks to names when no filter needs them (the pprof

@@ -31,6 +31,15 @@ bool em_map64_get(const em_map64 *m, uint64_t key, uint64_t *val);
 int em_map64_put(em_map64 *m, uint64_t key, uint64_t val);
 void em_map64_free(em_map64 *m);
 
+/* Edit distance (optimal string alignment: a swap of neighbours is one
+** edit), ignoring ASCII case, between the N bytes at A and the M at B; with
+** WITHIN, between A and the closest substring of B. SIZE_MAX when N or M
+** passes EM_EDIT_MAX (query/parser.c: "did you mean" for functions, and
+** query/notes.c for types, labels, values and function names). */
+#define EM_EDIT_MAX 64
+size_t em_edit_distance(const char *a, size_t n, const char *b, size_t m,
+                        bool within);
+
 /* The magnitude of V as uint64, defined for INT64_MIN too. */
 static inline uint64_t em_abs64(int64_t v)
 {

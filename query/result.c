@@ -9,6 +9,8 @@
 ** accessors live until ember_result_free, except ember_result_stack's
 ** frame array, which the next call on the result reuses.
 */
+#include <stdarg.h>
+#include <stdio.h>
 #include <time.h>
 
 #include "query/plan.h"
@@ -65,8 +67,33 @@ void em_result_free(ember_result *r)
     em_free(r->column);
     em_free(r->type);
     em_free(r->unit);
+    for (size_t i = 0; i < r->nnotes; i++)
+        em_free(r->notes[i]);
+    em_free(r->notes);
     em_free(r->frames);
     em_free(r);
+}
+
+int em_result_note(ember_result *r, const char *fmt, ...)
+{
+    char buf[1024];
+    char **v;
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    for (size_t i = 0; i < r->nnotes; i++)
+        if (strcmp(r->notes[i], buf) == 0)
+            return EMBER_OK;    /* diff(x, x) explains x once */
+    v = em_realloc(r->notes, (r->nnotes + 1) * sizeof *v);
+    if (v == NULL)
+        return em_err(EMBER_ENOMEM, "query: %zu notes", r->nnotes + 1);
+    r->notes = v;
+    if ((v[r->nnotes] = em_strdup(buf)) == NULL)
+        return em_err(EMBER_ENOMEM, "query: note of %zu bytes", strlen(buf));
+    r->nnotes++;
+    return EMBER_OK;
 }
 
 /* ---- running a query ---------------------------------------------------------------- */
@@ -105,6 +132,7 @@ int em_query_run(ember_db *db, const char *text, const ember_query_opts *opts,
                  unsigned flags, ember_result **out)
 {
     em_plan_ctx ctx = { .text = text };
+    ember_result *pre = NULL;          /* holds the notes made before exec */
     em_node *tree = NULL;
     em_plan *plan = NULL;
     int rc;
@@ -125,12 +153,28 @@ int em_query_run(ember_db *db, const char *text, const ember_query_opts *opts,
     }
     if (ctx.now == 0)
         ctx.now = clock_ms();
+    if ((pre = em_calloc(1, sizeof *pre)) == NULL)
+        return em_err(EMBER_ENOMEM, "query: result");
     rc = em_query_parse(text, &tree);
+    if (rc == EMBER_OK)
+        rc = em_notes_types(db, text, tree, pre);
     if (rc == EMBER_OK)
         rc = em_plan_build(&ctx, tree, &plan);
     if (rc == EMBER_OK)
         rc = em_exec(db, text, plan, opts != NULL ? opts->step_ms : 0, flags,
                      out);
+    if (rc == EMBER_OK) {       /* the type notes come first */
+        (*out)->notes = pre->notes;
+        (*out)->nnotes = pre->nnotes;
+        pre->notes = NULL;
+        pre->nnotes = 0;
+        rc = em_notes_explain(db, text, plan, *out);
+    }
+    if (rc != EMBER_OK) {
+        em_result_free(*out);
+        *out = NULL;
+    }
+    em_result_free(pre);
     em_plan_free(plan);
     em_node_free(tree);
     return rc;
@@ -256,4 +300,14 @@ EMBER_API const char *ember_result_row(const ember_result *r, size_t i)
 {
     return r != NULL && r->kind == EMBER_RESULT_TABLE && i < r->nrows
            ? r->rows[i] : NULL;
+}
+
+EMBER_API size_t ember_result_notes(const ember_result *r)
+{
+    return r != NULL ? r->nnotes : 0;
+}
+
+EMBER_API const char *ember_result_note(const ember_result *r, size_t i)
+{
+    return r != NULL && i < r->nnotes ? r->notes[i] : NULL;
 }

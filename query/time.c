@@ -13,6 +13,7 @@
 ** smallest, each unit at most once (1h30m, not 30m1h).
 */
 #include <stdio.h>
+#include <time.h>
 
 #include "query/query_int.h"
 
@@ -288,4 +289,23 @@ int em_time_parse(const char *s, int64_t now_ms, int64_t *out_ms)
     return time_bad(s, "expected RFC 3339 (2024-11-21T06:20:00Z), unix "
                     "seconds or milliseconds, now, or a relative time like "
                     "-1h");
+}
+
+const char *em_time_format(int64_t ms, char buf[40])
+{
+    time_t secs = (time_t)(ms >= 0 ? ms / 1000 : (ms - 999) / 1000);
+    int64_t frac = ms - (int64_t)secs * 1000;
+    struct tm tm;
+    size_t n;
+
+    if (gmtime_r(&secs, &tm) == NULL) {
+        snprintf(buf, 40, "%lld", (long long)ms);
+        return buf;
+    }
+    n = strftime(buf, 40, "%Y-%m-%dT%H:%M:%S", &tm);
+    if (frac != 0)
+        snprintf(buf + n, 40 - n, ".%03lldZ", (long long)frac);
+    else
+        snprintf(buf + n, 40 - n, "Z");
+    return buf;
 }

@@ -234,6 +234,8 @@ static int query_run(const query_args *a, ember_db *db)
     st = query_check_kind(a, ember_result_kind(r), &fmt);
     if (st != 0)
         goto out;
+    for (size_t i = 0; i < ember_result_notes(r); i++)
+        fprintf(stderr, "ember query: note: %s\n", ember_result_note(r, i));
     em_cli_note_sums("ember query", r);
     if (query_output(a, db, r, fmt) != EMBER_OK)
         st = em_cli_fail(1, "query", "%s", ember_errmsg(db));

@@ -221,6 +221,8 @@ static int repl_render(em_repl *r, const ember_result *res, const char *text)
     if (em_render_binary(fmt) && r->out == NULL)
         return em_repl_fail(r, "%s writes binary data: send it to a file "
                             "first with .output FILE", fmt);
+    for (size_t i = 0; i < ember_result_notes(res); i++)
+        fprintf(stderr, "ember query: note: %s\n", ember_result_note(res, i));
     em_cli_note_sums("note", res);
     repl_render_opts(r, f, text, &o);
     rc = em_render_result(f, res, fmt, &o);

@@ -41,26 +41,6 @@ static int set_str(em_repl *r, char **slot, const char *s)
     return 0;
 }
 
-/* Unix ms as "2024-11-21T06:20:00Z" (".123" when there are ms). */
-static const char *format_time(int64_t ms, char buf[40])
-{
-    time_t secs = (time_t)(ms >= 0 ? ms / 1000 : (ms - 999) / 1000);
-    int64_t frac = ms - (int64_t)secs * 1000;
-    struct tm tm;
-    size_t n;
-
-    if (gmtime_r(&secs, &tm) == NULL) {
-        snprintf(buf, 40, "%lld", (long long)ms);
-        return buf;
-    }
-    n = strftime(buf, 40, "%Y-%m-%dT%H:%M:%S", &tm);
-    if (frac != 0)
-        snprintf(buf + n, 40 - n, ".%03lldZ", (long long)frac);
-    else
-        snprintf(buf + n, 40 - n, "Z");
-    return buf;
-}
-
 /* How many lines a list may print to stdout before it is cut: the
 ** terminal's height, unless .limit is set or output goes to a file. */
 static size_t list_room(const em_repl *r)
@@ -133,7 +113,7 @@ static int dot_range(em_repl *r, const char *args)
                    EMBER_OK) {
             printf("range: %s .. %s, now %s .. %s\n",
                    r->from ? r->from : "the epoch", r->to ? r->to : "now",
-                   format_time(f, a), format_time(t, b));
+                   em_time_format(f, a), em_time_format(t, b));
         }
         return 0;
     }
