@@ -37,8 +37,29 @@ leaf=$(awk '{v=$NF; $NF=""; sub(/ +$/,""); n=split($0,f,";"); l[f[n]]+=v} END {f
 sed -n 4p "$tmp/top" | grep -qF "$leaf" || fail "top leaf is not $leaf: $(sed -n 4p "$tmp/top")"
 
 # no match is an empty answer, not an error
-$EMBER query -d "$db" -o collapsed '{service="nope"}' > "$tmp/none"
+$EMBER query -d "$db" -o collapsed '{service="nope"}' > "$tmp/none" 2> /dev/null
 [ ! -s "$tmp/none" ] || fail "unmatched selector printed something"
+
+# ... but one with a note on stderr saying why, and exit status 0
+note() {   # note WANT QUERY-ARGS...: exit 0, nothing out, WANT in a note
+  want=$1
+  shift
+  $EMBER query -d "$db" -o collapsed "$@" > "$tmp/nout" 2> "$tmp/nerr" ||
+    fail "$*: exit status $? ($(cat "$tmp/nerr"))"
+  [ ! -s "$tmp/nout" ] || fail "$*: printed $(head -1 "$tmp/nout")"
+  grep '^ember query: note: ' "$tmp/nerr" | grep -qF "$want" ||
+    fail "$*: no note \"$want\": $(cat "$tmp/nerr")"
+}
+note '{service="demx"} matches nothing: no series of any type has service="demx" (did you mean "demo"?)' \
+  '{service="demx"}'
+note 'no series of any type has a label servce (did you mean service?)' \
+  '{servce="demo"}'
+note 'no profile type "process_cpu:samples:count:cpu:nanoseconds:delt" is stored (did you mean process_cpu:samples:count:cpu:nanoseconds:delta?)' \
+  'process_cpu:samples:count:cpu:nanoseconds:delt'
+note '{service="demo"} holds no profile from 2001-01-01T00:00:00Z to 2001-01-02T00:00:00Z: its profiles are stored from 2024-11-21T06:20:00Z to 2024-11-21T06:20:20Z' \
+  --from 2001-01-01 --to 2001-01-02 '{service="demo"}'
+note 'focus(..., "no_such_function") matches no function name' \
+  'focus({service="demo"}, "no_such_function")'
 
 # stats and verify
 $EMBER stats -d "$db" > "$tmp/stats"

@@ -1078,9 +1078,9 @@ static void test_errors(void **state)
     m = query_fails("sum(merge(" SYN_D "))", EMBER_EINVAL);
     assert_non_null(strstr(m, "sum expects a series: argument 1 is a "
                            "profile"));
-    m = query_fails("{zone=\"a\"}", EMBER_EINVAL);
-    assert_non_null(strstr(m, "the selector matches 2 profile types (" SYN_C
-                           ", " SYN_D "); name one"));
+    m = query_fails("{source=\"heap\"}", EMBER_EINVAL);
+    assert_non_null(strstr(m, "the selector matches 4 profile types ("
+                           "memory:alloc_objects:count:space:bytes, "));
     m = query_fails("diff(" SYN_D ", " SYN_C ")", EMBER_EINVAL);
     assert_non_null(strstr(m, "diff needs one profile type on both sides"));
     m = query_fails("focus(" SYN_D ", \"(\")", EMBER_EINVAL);
@@ -1122,6 +1122,218 @@ static void test_errors(void **state)
         assert_int_equal(ember_query(fx.db, SYN_D, &bad, &r), EMBER_EINVAL);
         assert_int_equal(ember_query(fx.db, SYN_D, &neg, &r), EMBER_EINVAL);
     }
+}
+
+/* ---- notes, short type names, hide and show (issue 12) ------------------------ */
+
+/* The note of R holding PART, or NULL. */
+static const char *note_of(const ember_result *r, const char *part)
+{
+    for (size_t i = 0; i < ember_result_notes(r); i++)
+        if (strstr(ember_result_note(r, i), part) != NULL)
+            return ember_result_note(r, i);
+    return NULL;
+}
+
+/* TEXT answers (over O's range) with a note holding PART. */
+static void assert_note(const char *text, const ember_query_opts *o,
+                        const char *part)
+{
+    ember_result *r = query_opts(text, o);
+
+    if (note_of(r, part) == NULL)
+        fail_msg("%s: no note holds \"%s\"; the first of %zu: %s", text,
+                 part, ember_result_notes(r),
+                 ember_result_notes(r) ? ember_result_note(r, 0) : "-");
+    ember_result_free(r);
+}
+
+static void test_notes(void **state)
+{
+    /* 1990-01-01 and 02, long before the synthetic profiles of T0 */
+    ember_query_opts old = { .sz = sizeof old,
+                             .from_ms = INT64_C(631152000000),
+                             .to_ms = INT64_C(631238400000) };
+    ember_result *r;
+
+    (void)state;
+    r = query(SYN_D);                   /* an answer needs no word */
+    assert_int_equal(ember_result_notes(r), 0);
+    assert_null(ember_result_note(r, 0));
+    ember_result_free(r);
+    assert_note("cpux{source=\"cpu\"}", NULL, "cpux{source=\"cpu\"} matches "
+                "nothing: no profile type \"cpux\" is stored (did you mean "
+                CPU "?)");
+    assert_note(CPU "{sorce=\"cpu\"}", NULL, "matches nothing: no series of "
+                CPU " has a label sorce (did you mean source?)");
+    assert_note(CPU "{source=\"cpv\"}", NULL, "no series of " CPU " has "
+                "source=\"cpv\" (did you mean \"cpu\"?)");
+    assert_note(SYN_D "{pod=~\"q.*\"}", NULL, "pod=~\"q.*\" leaves none of "
+                "the 5 values of pod");
+    assert_note(SYN_D "{pod=\"p1\", zone=\"b\"}", NULL, "each of its "
+                "matchers selects series, but no series satisfies all");
+    assert_note(SYN_D, &old, SYN_D " holds no profile from "
+                "1990-01-01T00:00:00Z to 1990-01-02T00:00:00Z: its profiles "
+                "are stored from 2023-11-14T22:13:20Z to "
+                "2023-11-14T22:15:10Z");
+    assert_note("focus(" SYN_D ", \"leaf_q\")", NULL, "focus(..., "
+                "\"leaf_q\") matches no function name (did you mean leaf_");
+    /* a diff answers with one side empty: that side is named */
+    assert_note("diff(" SYN_D "{pod=\"p0\"}, " SYN_D "{pod=\"p9\"})", NULL,
+                SYN_D "{pod=\"p9\"} matches nothing: no series of " SYN_D
+                " has pod=\"p9\" (did you mean \"p0\"?)");
+    assert_note("sum(total(" SYN_D "{zone=\"c\"}))", NULL, "has zone=\"c\"");
+    assert_note("label_values(pod, {zone=\"c\"})", NULL, "{zone=\"c\"} "
+                "matches nothing: no series of any type has zone=\"c\"");
+}
+
+static void test_short_types(void **state)
+{
+    ember_matcher cpu = { "source", "cpu", EMBER_MATCH_EQ };
+    ember_matcher za = { "zone", "a", EMBER_MATCH_EQ };
+    ember_result *r;
+    const char *m;
+
+    (void)state;
+    /* a sample type names the one stored type that has it */
+    check_merge("inuse_space", HEAP, NULL, 0);
+    check_merge("alloc{pod=\"c0\"}", SYN_C, (ember_matcher[]){ { "pod", "c0",
+                EMBER_MATCH_EQ } }, 1);
+    /* two have cpu: the matchers choose, or it is an error naming both */
+    check_merge("cpu{source=\"cpu\"}", CPU, &cpu, 1);
+    check_merge("merge(samples{source=\"cpu\"})",
+                "process_cpu:samples:count:cpu:nanoseconds:delta", &cpu, 1);
+    m = query_fails("top(cpu, 3)", EMBER_EINVAL);
+    assert_non_null(strstr(m, "column 5: profile type \"cpu\" is ambiguous: "
+                           "2 stored types have that sample type (" CPU ", "
+                           SYN_D "); write one in full"));
+    /* no type: the one CPU type among those matched, said in a note */
+    check_merge("{zone=\"a\"}", SYN_D, &za, 1);
+    assert_note("{zone=\"a\"}", NULL, "{zone=\"a\"} names no profile type: "
+                "using " SYN_D ", the one CPU type of the 2 it matches");
+    /* series and tables still span types */
+    r = query("total({zone=\"a\"})");
+    assert_null(ember_result_type(r));
+    assert_int_equal(ember_result_notes(r), 0);
+    ember_result_free(r);
+}
+
+/* Queries A and B give the same stacks, and some. */
+static void focus_same(const char *a, const char *b)
+{
+    ember_result *x = query(a), *y = query(b);
+
+    assert_prof_equal(&x->groups[0].prof, &y->groups[0].prof);
+    assert_true(x->groups[0].prof.nstacks > 0);
+    ember_result_free(x);
+    ember_result_free(y);
+}
+
+static void test_focus_anywhere(void **state)
+{
+    ember_result *r;
+
+    (void)state;
+    /* anywhere in the name, as pprof's -focus; ^...$ anchors */
+    focus_same("focus(" SYN_D ", \"id_x\")", "focus(" SYN_D ", \"^mid_x$\")");
+    focus_same("ignore(" SYN_D ", \"eaf_\")", "focus(" SYN_D ", \"^gc$\")");
+    focus_same("focus(top(" SYN_D ", 6), \"id_\")", "focus(top(" SYN_D
+               ", 6), \"^mid_[xy]$\")");
+    r = query("focus(" SYN_D ", \"main\")");
+    assert_true(key_value(&r->groups[0].prof, "gc;runtime_main") > 0);
+    ember_result_free(r);
+    r = query("focus(" SYN_D ", \"^main$\")");
+    assert_int_equal(key_value(&r->groups[0].prof, "gc;runtime_main"), 0);
+    ember_result_free(r);
+}
+
+/* The -o top text of TEXT (every row). */
+static char *top_text(const char *text)
+{
+    ember_result *r = query(text);
+    em_render_opts o = { .sz = sizeof o, .db = fx.db };
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+
+    assert_non_null(f);
+    assert_int_equal(em_render_result(f, r, "top", &o), EMBER_OK);
+    fclose(f);
+    ember_result_free(r);
+    return buf;
+}
+
+/* TEXT's top table holds each of the N lines of WANT. */
+static void top_holds(const char *text, const char *const *want, size_t n)
+{
+    char *got = top_text(text);
+
+    for (size_t i = 0; i < n; i++)
+        if (strstr(got, want[i]) == NULL)
+            fail_msg("%s: no line \"%s\" in\n%s", text, want[i], got);
+    free(got);
+}
+
+static void test_hide_show(void **state)
+{
+    /* go tool pprof -top -sample_index=cpu -show='sort\.|main\.fib'
+    ** tests/data/pprof/cpu.pb.gz (go 1.19) */
+    static const char *const show[] = {
+        "Showing nodes accounting for 420ms, 52.50% of 800ms total\n",
+        "     320ms 40.00% 40.00%      320ms 40.00%  main.fib\n",
+        "      50ms  6.25% 46.25%       70ms  8.75%  sort.partition\n",
+        "         0     0% 52.50%      100ms 12.50%  sort.Ints\n",
+    };
+    /* ... -hide='fib|sort' */
+    static const char *const hide[] = {
+        "Showing nodes accounting for 800ms, 100% of 800ms total\n",
+        "     150ms 18.75% 18.75%      150ms 18.75%  runtime.asyncPreempt\n",
+        "     120ms 15.00% 50.00%      230ms 28.75%  main.work.func1\n",
+    };
+    /* ... -hide='^main\.mix$': what was inlined into it stays inline */
+    static const char *const mix[] = {
+        "         0     0%   100%       10ms  1.25%  main.sq (inline)\n",
+        "         0     0%   100%      100ms 12.50%  sort.Ints (inline)\n",
+    };
+    /* ... -hide='^main\.fib$' -show='main\.' */
+    static const char *const both[] = {
+        "Showing nodes accounting for 780ms, 97.50% of 800ms total\n",
+        "     180ms 22.50% 22.50%      230ms 28.75%  main.work.func1\n",
+        "     100ms 12.50% 52.50%      100ms 12.50%  main.mapWork\n",
+    };
+    ember_result *r, *all;
+    int64_t sum = 0, full = 0;
+
+    (void)state;
+    top_holds("show(" CPU "{source=\"cpu\"}, \"sort\\\\.|main\\\\.fib\")",
+              show, EM_ARRAY_LEN(show));
+    top_holds("hide(" CPU "{source=\"cpu\"}, \"fib|sort\")", hide,
+              EM_ARRAY_LEN(hide));
+    top_holds("hide(" CPU "{source=\"cpu\"}, \"^main\\\\.mix$\")", mix,
+              EM_ARRAY_LEN(mix));
+    top_holds("show(hide(" CPU "{source=\"cpu\"}, \"^main\\\\.fib$\"), "
+              "\"main\\\\.\")", both, EM_ARRAY_LEN(both));
+    /* frames go, samples stay: the mids hidden, leaf;main sums both */
+    all = query(SYN_D);
+    r = query("hide(" SYN_D ", \"mid_\")");
+    assert_int_equal(key_value(&r->groups[0].prof, "leaf_a;main"),
+                     key_value(&all->groups[0].prof, "leaf_a;mid_x;main") +
+                     key_value(&all->groups[0].prof, "leaf_a;mid_y;main"));
+    for (size_t i = 0; i < r->groups[0].prof.nstacks; i++)
+        sum += r->groups[0].prof.stacks[i].value;
+    for (size_t i = 0; i < all->groups[0].prof.nstacks; i++)
+        full += all->groups[0].prof.stacks[i].value;
+    assert_int_equal(sum, full);
+    ember_result_free(r);
+    /* a stack with every frame hidden keeps its value, frameless, so the
+    ** total stays the profile's (pprof's -top total) */
+    r = query("show(" SYN_D ", \"^main$\")");
+    assert_int_equal(key_value(&r->groups[0].prof, ""),
+                     key_value(&all->groups[0].prof, "gc;runtime_main"));
+    ember_result_free(all);
+    /* the frames no longer match stored stacks: no pprof export */
+    assert_null(r->groups[0].merged);
+    ember_result_free(r);
 }
 
 /* ---- the API's walk ---------------------------------------------------------------- */
@@ -1312,6 +1524,19 @@ static void test_out_of_memory(void **state)
               "1700000100))", &o);
     fail_each("label_values(pod, " SYN_D ")", NULL);
     fail_each("merge by (worker) (" CPU ")", NULL);
+    /* short types, the CPU pick, hide and show, and the notes' paths */
+    fail_each("show(hide(cpu{source=\"cpu\"}, \"^main\\\\.fib$\"), "
+              "\"main\")", NULL);
+    fail_each("hide({zone=\"a\"}, \"mid\")", NULL);
+    fail_each("diff(" SYN_D "{pod=\"p0\"}, " SYN_D "{pod=\"p9\", "
+              "zone=~\"q\"})", NULL);
+    fail_each("focus(" SYN_D "{sorce=\"x\"}, \"leaf_q\")", NULL);
+    fail_each("focus(cpux, \"leaf_q\")", NULL);
+    fail_each("focus(" SYN_D ", \"leaf_q\")", NULL);
+    o.step_ms = 0;
+    o.from_ms = 1000;                   /* before every stored profile */
+    o.to_ms = 2000;
+    fail_each(SYN_D, &o);
 }
 
 int main(void)
@@ -1332,6 +1557,10 @@ int main(void)
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_walk),
         cmocka_unit_test(test_selector_ignore_series),
+        cmocka_unit_test(test_notes),
+        cmocka_unit_test(test_short_types),
+        cmocka_unit_test(test_focus_anywhere),
+        cmocka_unit_test(test_hide_show),
         cmocka_unit_test(test_out_of_memory),
     };
 
