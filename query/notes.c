@@ -546,12 +546,13 @@ static int explain_plan(xctx *c, const em_plan *p)
     int rc = EMBER_OK;
 
     switch (p->kind) {
-    case EMBER_RESULT_DIFF:
-        if ((rc = explain_chain(c, &p->b)) == EMBER_OK)
+    case EMBER_RESULT_DIFF:             /* the base, the target, then post */
+        if ((rc = explain_chain(c, &p->a)) == EMBER_OK &&
+            (rc = explain_chain(c, &p->b)) == EMBER_OK)
             rc = explain_ops(c, p->post, p->npost);
-        /* fall through */
+        return rc;
     case EMBER_RESULT_PROFILE:
-        return rc != EMBER_OK ? rc : explain_chain(c, &p->a);
+        return explain_chain(c, &p->a);
     case EMBER_RESULT_SERIES:
         return p->arg != NULL ? explain_plan(c, p->arg)
                               : explain_chain(c, &p->a);

@@ -77,6 +77,13 @@ total($CPU)" "$tmp/got" "$tmp/err"
 [ "$st" = 0 ] || fail "a format that does not fit failed the statement"
 grep -q 'does not fit' "$tmp/err" || fail "no note for flame on a series"
 
+# A query that matches nothing says why, as ember query does, and the
+# statement still succeeds.
+repl "$CPU{worker=\"hsah\"}" "$tmp/got" "$tmp/err"
+[ "$st" = 0 ] || fail "a query that matched nothing failed the statement"
+grep -q '^ember query: note: .*has worker="hsah" (did you mean "hash"?)' \
+    "$tmp/err" || fail "no note for worker=hsah: $(cat "$tmp/err")"
+
 # Metadata commands.
 repl ".types" "$tmp/got" "$tmp/err"
 grep -qx "$CPU" "$tmp/got" || fail ".types lacks $CPU: $(cat "$tmp/got")"

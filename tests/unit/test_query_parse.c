@@ -531,6 +531,11 @@ static void test_parse_trees(void **state)
           "(focus (sel \"cpu\") \"json\\\\..*\")" },
         { "ignore(focus(cpu, \"main\"), `runtime\\..*`)",
           "(ignore (focus (sel \"cpu\") \"main\") \"runtime\\\\..*\")" },
+        { "hide(cpu, \"^runtime\\\\.\")",
+          "(hide (sel \"cpu\") \"^runtime\\\\.\")" },
+        { "show(hide(diff(cpu offset 1h, cpu), \"a\"), `main\\.`)",
+          "(show (hide (diff (sel \"cpu\" offset 3600000) (sel \"cpu\")) "
+          "\"a\") \"main\\\\.\")" },
         { "top(cpu, 20)", "(top (sel \"cpu\") 20)" },
         { "top(diff(cpu offset 1h, cpu), 10)",
           "(top (diff (sel \"cpu\" offset 3600000) (sel \"cpu\")) 10)" },
@@ -692,6 +697,8 @@ static void test_fn_names(void **state)
     }
     assert_string_equal(em_fn_name(EM_FN_MERGE), "merge");
     assert_string_equal(em_fn_name(EM_FN_BOTTOMK), "bottomk");
+    assert_string_equal(em_fn_name(EM_FN_HIDE), "hide");
+    assert_string_equal(em_fn_name(EM_FN_SHOW), "show");
     assert_string_equal(em_fn_name(EM_FN_LABEL_VALUES), "label_values");
 }
 
