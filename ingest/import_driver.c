@@ -112,6 +112,22 @@ static void stats_put(ember_import_stats *out, const ember_import_stats *st)
     out->sz = sz;
 }
 
+/* The limits an input meets before it is decoded: EM_IMPORT_MAX_FILE for
+** what is read whole, and O's max_bytes for input that is not gzipped
+** (gzipped input meets it as it inflates), so that the limit means the
+** same for both. */
+static int input_check(const em_import_opts *o, const void *buf, size_t len)
+{
+    if (len > EM_IMPORT_MAX_FILE)
+        return em_err(EMBER_ELIMIT, "%s: larger than %llu bytes", o->origin,
+                      (unsigned long long)EM_IMPORT_MAX_FILE);
+    if (!em_is_gzip(buf, len) && len > o->max_bytes)
+        return em_err(EMBER_ELIMIT, "%s: %zu bytes, more than the limit of "
+                      "%llu", o->origin, len,
+                      (unsigned long long)o->max_bytes);
+    return EMBER_OK;
+}
+
 static int64_t clock_ms(void)
 {
     struct timespec ts;
@@ -137,9 +153,8 @@ EMBER_API int ember_import(ember_db *db, const void *buf, size_t len,
                                                              : "buffer");
     else
         rc = opts_convert(opts, &o, &flags);
-    if (rc == EMBER_OK && len > EM_IMPORT_MAX_FILE)
-        rc = em_err(EMBER_ELIMIT, "%s: larger than %llu bytes", o.origin,
-                    (unsigned long long)EM_IMPORT_MAX_FILE);
+    if (rc == EMBER_OK)
+        rc = input_check(&o, buf, len);
     if (rc == EMBER_OK && (flags & EMBER_IMPORT_TIME) == 0)
         o.time_ms = clock_ms();
     if (rc == EMBER_OK)
@@ -274,6 +289,8 @@ static int decode_fd(import_run *r, const char *path, int fd,
     o.origin = path;
     o.time_ms = file_time(r, path, st);
     rc = fd_read(fd, st, &buf, &len);
+    if (rc == EMBER_OK)
+        rc = input_check(&o, buf, len);
     if (rc == EMBER_OK)
         rc = em_decode(buf, len, &o, set);
     em_free(buf);
