@@ -515,6 +515,27 @@ EMBER_API const char *ember_result_column(const ember_result *r);
 EMBER_API size_t ember_result_rows(const ember_result *r);
 EMBER_API const char *ember_result_row(const ember_result *r, size_t i);
 
+/* How ember_result_render draws; a zeroed struct with sz set: defaults. */
+typedef struct ember_render_opts {
+    size_t sz;                  /* sizeof(ember_render_opts) */
+    size_t limit;               /* top, tree: at most this many rows; 0: N
+                                ** of the query's top(P, N), else all */
+    int cum_sort;               /* top: sort by cum instead of flat */
+    const char *unit;           /* top: pprof's -unit; NULL: "minimum" */
+    unsigned width;             /* flame, table: columns; 0: 100 */
+} ember_render_opts;
+
+/* Renders R as `ember query -o FORMAT` prints it: for profiles and diffs
+** "top", "tree", "flame", "collapsed", "pprof", "json", "svg"; for series
+** "table", "csv", "json", "spark"; for tables "table", "csv", "json". DB
+** may be NULL but for "pprof", which reads symbols. *OUT gets a new buffer
+** of *LEN bytes and a NUL, to free with ember_free. EMBER_EINVAL naming
+** the formats that fit when FORMAT does not fit R's kind. */
+EMBER_API int ember_result_render(ember_db *db, const ember_result *r,
+                                  const char *format,
+                                  const ember_render_opts *opts, char **out,
+                                  size_t *len);
+
 /* ------------------------------------------------------------------------ */
 /* Statistics and verification                                               */
 

@@ -894,6 +894,34 @@ static void test_ember_import_oom(void **state)
     tu_rmdir(dir);
 }
 
+/* What ember_import wrote comes back through ember_query and
+** ember_result_render as the collapsed input summed per stack. */
+static void test_ember_import_render(void **state)
+{
+    char *dir = tu_tmpdir("emrender");
+    ember_db *db = open_in(dir);
+    const char *text = "main;b 4\nmain;a 3\nmain;a 1\n";
+    ember_import_opts o = { .sz = sizeof o, .type = TYPE };
+    ember_result *r = NULL;
+    char *out;
+    size_t len;
+
+    (void)state;
+    assert_int_equal(ember_import(db, text, strlen(text), &o, NULL), 0);
+    assert_int_equal(ember_query(db, "merge(" TYPE ")", NULL, &r), 0);
+    assert_int_equal(ember_result_render(db, r, "collapsed", NULL, &out,
+                                         &len), EMBER_OK);
+    assert_string_equal(out, "main;a 4\nmain;b 4\n");
+    assert_int_equal(len, strlen(out));
+    ember_free(out);
+    assert_int_equal(ember_result_render(db, r, "csv", NULL, &out, &len),
+                     EMBER_EINVAL);
+    assert_null(out);
+    ember_result_free(r);
+    ember_close(db);
+    tu_rmdir(dir);
+}
+
 /* ---- ember_import_files: the driver `ember import` runs ---------------------- */
 
 typedef struct hook_log {
@@ -1082,6 +1110,7 @@ int main(void)
         cmocka_unit_test(test_ember_import_all_or_nothing),
         cmocka_unit_test(test_ember_import_limits),
         cmocka_unit_test(test_ember_import_oom),
+        cmocka_unit_test(test_ember_import_render),
         cmocka_unit_test(test_import_files),
         cmocka_unit_test(test_import_files_opts_first),
         cmocka_unit_test(test_import_files_oom),
