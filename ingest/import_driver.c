@@ -482,9 +482,9 @@ static void import_dir(import_run *r, const char *path, int fd, int depth)
     for (size_t i = 0; i < n; i++) {
         size_t len = plen + 1 + strlen(names[i]) + 1;
         char *full = em_malloc(len);
-        if (full == NULL) {
-            file_failed(r, names[i], em_err(EMBER_ENOMEM, "%s: no memory "
-                                            "for its path", path));
+        if (full == NULL) {         /* not a file we tried: a bad path */
+            path_failed(r, path, em_err(EMBER_ENOMEM, "no memory for the "
+                                        "path of %s", names[i]));
             continue;
         }
         snprintf(full, len, "%s%s%s", path, slash ? "" : "/", names[i]);
