@@ -349,6 +349,43 @@ static void test_import_files(void **state)
     tu_rmdir(dir);
 }
 
+/* ember_result_render of a query result as -o top: the same text each
+** time it succeeds. */
+static int op_render(fixture *f, void *ctx)
+{
+    char **ref = ctx, *out = NULL;
+    ember_result *r = NULL;
+    size_t len;
+    int rc = ember_query(f->db, "top(merge(" CPU "), 5)", NULL, &r);
+
+    if (rc == EMBER_OK)
+        rc = ember_result_render(f->db, r, "top", NULL, &out, &len);
+    ember_result_free(r);
+    if (rc != EMBER_OK) {
+        assert_null(out);
+        return rc;
+    }
+    assert_int_equal(len, strlen(out));
+    if (*ref == NULL)
+        *ref = out;                     /* the reference run */
+    else {
+        assert_string_equal(out, *ref);
+        ember_free(out);
+    }
+    return EMBER_OK;
+}
+
+static void test_render(void **state)
+{
+    fixture *f = *state;
+    char *ref = NULL;
+
+    assert_int_equal(op_render(f, &ref), EMBER_OK);
+    assert_non_null(strstr(ref, "Showing"));
+    assert_true(oom_loop(f, "render", op_render, &ref, false) > 0);
+    ember_free(ref);
+}
+
 static int op_seal(fixture *f, void *ctx)
 {
     (void)ctx;
@@ -659,6 +696,7 @@ int main(void)
         cmocka_unit_test(test_snapshot),
         cmocka_unit_test(test_seal),
         cmocka_unit_test(test_open),
+        cmocka_unit_test(test_render),
         cmocka_unit_test(test_import),
         cmocka_unit_test(test_import_files),
     };
