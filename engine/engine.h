@@ -213,6 +213,10 @@ void em_regex_free(em_regex *re);
 
 /* Checks a label name against Prometheus rules; EMBER_OK or EINVAL. */
 int em_label_name_check(const char *name);
+/* Checks N labels as an append would (names, the reserved __type__, value
+** sizes, a name given twice, at most 64), so that a caller can refuse them
+** before it reads any input; EMBER_OK, EINVAL or ELIMIT naming the label. */
+int em_labels_check(const ember_label *labels, size_t n);
 /* Checks a profile type string (5 or 6 colon-separated parts, the 6th
 ** "delta"); EMBER_OK or EINVAL with a message. */
 int em_profile_type_check(const char *type);

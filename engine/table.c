@@ -342,6 +342,16 @@ static int labels_canon(const ember_label *in, size_t n, label_ref *out,
     return EMBER_OK;
 }
 
+int em_labels_check(const ember_label *labels, size_t n)
+{
+    label_ref tmp[EM_MAX_LABELS];
+    size_t k;
+
+    if (n > 0 && labels == NULL)
+        return em_err(EMBER_EINVAL, "%zu labels but no label array", n);
+    return labels_canon(labels, n, tmp, &k);
+}
+
 /* Stages the postings of a new series: each label and its type. */
 static int series_stage(em_wtxn *w, const char *type, const label_ref *l,
                         size_t n, uint32_t id)

@@ -210,6 +210,92 @@ EMBER_API int ember_txn_append(ember_txn *txn, const ember_profile *p);
 EMBER_API int ember_seal(ember_db *db);
 
 /* ------------------------------------------------------------------------ */
+/* Importing profiler output (docs/api.md, docs/ingest.md)                   */
+
+enum { EMBER_FORMAT_AUTO = 0,       /* told by content */
+       EMBER_FORMAT_PPROF = 1,      /* profile.proto, gzipped or not */
+       EMBER_FORMAT_COLLAPSED = 2,  /* folded stacks: "main;f;g 42" */
+       EMBER_FORMAT_PERF = 3 };     /* `perf script` text */
+
+enum { EMBER_IMPORT_TIME = 1u << 0, /* time_ms is given, even when 0 */
+       EMBER_IMPORT_COMM = 1u << 1 };/* collapsed: the first frame is
+                                    ** stackcollapse-perf's "comm-pid",
+                                    ** which becomes labels comm and pid */
+
+typedef struct ember_import_opts {
+    size_t sz;                  /* sizeof(ember_import_opts) */
+    int format;                 /* EMBER_FORMAT_*; 0: by content */
+    const char *origin;         /* ember_import: the input's name in
+                                ** messages; NULL: "<input>" */
+    const char *type;           /* collapsed and perf: the profile type;
+                                ** NULL: one by format. pprof ignores it */
+    const char *name;           /* pprof: the name part of every type;
+                                ** NULL: guessed from the sample types */
+    const ember_label *labels;  /* put on every profile written */
+    size_t nlabels;
+    unsigned flags;             /* EMBER_IMPORT_* */
+    int64_t time_ms;            /* with EMBER_IMPORT_TIME, the time of input
+                                ** that has none (collapsed, pprof without
+                                ** time_nanos; perf: its first sample's).
+                                ** Without: ember_import takes the clock,
+                                ** ember_import_files a 12-13 digit file
+                                ** name (unix ms), else the file's mtime */
+    int64_t window_ms;          /* perf: a thread's samples within a window
+                                ** form one profile; 0: 10 s */
+    uint64_t max_bytes;         /* largest input after gunzip (gzip bombs
+                                ** stop here); 0: 1 GiB */
+} ember_import_opts;
+
+/* What an import read and wrote. */
+typedef struct ember_import_stats {
+    size_t sz;                  /* sizeof(ember_import_stats) */
+    uint64_t files;             /* inputs tried (ember_import: 1) */
+    uint64_t failed;            /* of them refused: nothing of theirs kept */
+    uint64_t bad_paths;         /* paths neither a file nor a directory
+                                ** that could be read */
+    uint64_t profiles;          /* profiles written */
+    uint64_t samples;           /* samples written (a stack repeated in a
+                                ** profile counts once) */
+    uint64_t bytes;             /* input bytes written, after gunzip */
+    uint64_t read_samples;      /* samples decoded, written or not yet */
+    uint64_t read_bytes;        /* input bytes decoded, after gunzip */
+} ember_import_stats;
+
+/* Decodes LEN bytes at BUF (pprof, gzipped or not, collapsed stacks or perf
+** script, as OPTS says or told by content) and writes all of it in one
+** transaction, or nothing: a malformed input, a bad option, more than
+** 1 GiB (before gunzip) or than opts->max_bytes (after) write nothing and
+** return EINVAL or ELIMIT with a message naming the origin. OPTS may be
+** NULL; STATS (may be NULL, else sz set) gets what was written. */
+EMBER_API int ember_import(ember_db *db, const void *buf, size_t len,
+                           const ember_import_opts *opts,
+                           ember_import_stats *stats);
+
+/* Callbacks of ember_import_files; any may be NULL. */
+typedef struct ember_import_hooks {
+    size_t sz;                  /* sizeof(ember_import_hooks) */
+    void *ctx;                  /* passed to each */
+    /* PATH was not imported (nothing of it was written) or could not be
+    ** walked; MSG says why, starting with the path. */
+    void (*failed)(void *ctx, const char *path, int rc, const char *msg);
+    /* After each file and each commit, with the counts so far. */
+    void (*progress)(void *ctx, const ember_import_stats *stats);
+} ember_import_hooks;
+
+/* Imports the N PATHS as `ember import` does: a directory is walked
+** recursively in name order (dot files skipped, at most 64 deep); each file
+** is read (at most 1 GiB) and decoded as ember_import does it; good files
+** are written many to a transaction, and should a write fail the batch is
+** written again file by file, so each file stays all-or-nothing and one
+** bad file never takes others down. Returns EMBER_OK when every path was
+** imported; else the first failure's code, ember_errmsg saying it. Bad
+** OPTS fail before any file is read. HOOKS and STATS may be NULL. */
+EMBER_API int ember_import_files(ember_db *db, const char *const *paths,
+                                 size_t n, const ember_import_opts *opts,
+                                 const ember_import_hooks *hooks,
+                                 ember_import_stats *stats);
+
+/* ------------------------------------------------------------------------ */
 /* Selecting                                                                 */
 
 enum { EMBER_MATCH_EQ = 0,      /* name="value" */
@@ -437,6 +523,27 @@ EMBER_API const char *ember_result_row(const ember_result *r, size_t i);
 ** freed. */
 EMBER_API size_t ember_result_notes(const ember_result *r);
 EMBER_API const char *ember_result_note(const ember_result *r, size_t i);
+
+/* How ember_result_render draws; a zeroed struct with sz set: defaults. */
+typedef struct ember_render_opts {
+    size_t sz;                  /* sizeof(ember_render_opts) */
+    size_t limit;               /* top, tree: at most this many rows; 0: N
+                                ** of the query's top(P, N), else all */
+    int cum_sort;               /* top: sort by cum instead of flat */
+    const char *unit;           /* top: pprof's -unit; NULL: "minimum" */
+    unsigned width;             /* flame, table: columns; 0: 100 */
+} ember_render_opts;
+
+/* Renders R as `ember query -o FORMAT` prints it: for profiles and diffs
+** "top", "tree", "flame", "collapsed", "pprof", "json", "svg"; for series
+** "table", "csv", "json", "spark"; for tables "table", "csv", "json". DB
+** may be NULL but for "pprof", which reads symbols. *OUT gets a new buffer
+** of *LEN bytes and a NUL, to free with ember_free. EMBER_EINVAL naming
+** the formats that fit when FORMAT does not fit R's kind. */
+EMBER_API int ember_result_render(ember_db *db, const ember_result *r,
+                                  const char *format,
+                                  const ember_render_opts *opts, char **out,
+                                  size_t *len);
 
 /* ------------------------------------------------------------------------ */
 /* Statistics and verification                                               */

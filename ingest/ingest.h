@@ -72,6 +72,9 @@ typedef enum em_format {
 /* The default limit on the size of one input after gunzip: a gzip bomb
 ** stops here with EMBER_ELIMIT instead of filling memory. */
 #define EM_IMPORT_MAX_BYTES (1ull << 30)
+/* The largest input read whole, before gunzip (a file, or ember_import's
+** buffer): EMBER_ELIMIT past it. */
+#define EM_IMPORT_MAX_FILE (1ull << 30)
 
 /* How an import labels and times what it writes. Zeroed with sz set means:
 ** origin "<input>", format AUTO, type by format (pprof: from the file;
@@ -160,6 +163,9 @@ int em_format_parse(const char *s, em_format *out);
 ** into *OUT. Messages start with the origin. */
 int em_decode(const void *buf, size_t len, const em_import_opts *opts,
               em_pset *out);
+
+/* ember_import (include/ember.h) and ember_import_files, the driver that
+** `ember import` runs, live in ingest/import_driver.c over these. */
 
 /* em_decode, then em_pset_write in one transaction of DB: the whole input
 ** or nothing. OUT (may be NULL) gets what was read and written; on error

@@ -163,6 +163,20 @@ $EMBER import -d "$db" --type memory:inuse_space:bytes:space:bytes -l service=de
 if $EMBER query -d "$db" '{service="demo"}' 2> "$tmp/types"; then fail "ambiguous types accepted"; fi
 grep -q 'memory:inuse_space' "$tmp/types" || fail "types message: $(cat "$tmp/types")"
 
+# -l is checked before any file is read or the database made: a bad label
+# with a missing file is the -l error, exit 2, and no database
+bad_label() {   # bad_label WHAT ARGS...: `import ARGS missing-file` fails so
+    what=$1; shift
+    st=0; $EMBER import -d "$tmp/ldb" "$@" "$tmp/missing.txt" 2> "$tmp/lerr" || st=$?
+    [ "$st" = 2 ] || fail "$what: exit status $st, wanted 2: $(cat "$tmp/lerr")"
+    grep -q "^ember import: -l" "$tmp/lerr" || fail "$what: $(cat "$tmp/lerr")"
+    if grep -q missing "$tmp/lerr"; then fail "$what: a file was read: $(cat "$tmp/lerr")"; fi
+    [ ! -e "$tmp/ldb" ] || fail "$what: the database was made"
+}
+bad_label "-l 1bad=x" -l 1bad=x
+bad_label "-l __type__=x" -l __type__=x
+bad_label "-l a=1 -l a=2" -l a=1 -l a=2
+
 # usage errors exit 2; help lists every command
 set +e
 $EMBER query 2>/dev/null; [ $? = 2 ] || fail "usage exit status"

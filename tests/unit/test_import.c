@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include "engine/engine.h"
@@ -544,6 +546,546 @@ static void test_decode_unknown(void **state)
     assert_int_equal(em_decode(prose, strlen(prose), &o, &s), EMBER_EINVAL);
 }
 
+
+/* ---- ember_import: the public door ------------------------------------------- */
+
+#define T0 1732170000000LL
+#define MEMTYPE "memory:inuse_space:bytes:space:bytes"
+
+/* What must not change after a refused import. */
+static void db_counts(ember_db *db, uint64_t c[5])
+{
+    ember_stats st = { .sz = sizeof st };
+
+    assert_int_equal(ember_stats_get(db, &st), EMBER_OK);
+    c[0] = st.profiles;
+    c[1] = st.series;
+    c[2] = st.strings;
+    c[3] = st.stacks;
+    c[4] = st.functions;
+}
+
+static void assert_untouched(ember_db *db, const uint64_t before[5])
+{
+    uint64_t now[5];
+
+    db_counts(db, now);
+    assert_memory_equal(now, before, sizeof now);
+}
+
+/* A fresh database in DIR/db (tu_rmdir DIR removes it). */
+static ember_db *open_in(const char *dir)
+{
+    char path[512];
+
+    snprintf(path, sizeof path, "%s/db", dir);
+    return tu_open(path, 1);
+}
+
+/* Imports LEN bytes at BUF with OPTS (NULL: defaults) into a new database,
+** asserting it worked, and returns its stats. */
+static ember_import_stats import_new(const void *buf, size_t len,
+                                     const ember_import_opts *opts)
+{
+    char *dir = tu_tmpdir("emimp");
+    ember_db *db = open_in(dir);
+    ember_import_stats st = { .sz = sizeof st };
+    ember_stats ds = { .sz = sizeof ds };
+
+    assert_int_equal(ember_import(db, buf, len, opts, &st), EMBER_OK);
+    assert_int_equal(ember_stats_get(db, &ds), EMBER_OK);
+    assert_int_equal(ds.profiles, st.profiles);
+    assert_int_equal(ds.samples, st.samples);
+    assert_int_equal(tu_verify(db), 0);
+    ember_close(db);
+    tu_rmdir(dir);
+    return st;
+}
+
+/* Each format, gzipped or not, told by content or named, gives the same. */
+static void test_ember_import_formats(void **state)
+{
+    ember_import_opts o = { .sz = sizeof o };
+    ember_import_stats a, b;
+    size_t zlen, plen, tlen, clen;
+    char *z = tu_read_file("tests/data/pprof/cpu.pb.gz", &zlen);
+    char *perf = tu_read_file("tests/data/perf/hot.txt", &tlen);
+    char *col = tu_read_file("tests/data/collapsed/1732170000000.txt", &clen);
+    void *plain;
+
+    (void)state;
+    assert_non_null(z);
+    assert_non_null(perf);
+    assert_non_null(col);
+    assert_int_equal(em_gunzip(z, zlen, 1 << 30, &plain, &plen), EMBER_OK);
+    a = import_new(z, zlen, NULL);
+    assert_int_equal(a.files, 1);
+    assert_int_equal(a.failed, 0);
+    assert_true(a.profiles >= 2 && a.samples > 0);
+    assert_int_equal(a.bytes, plen);
+    b = import_new(plain, plen, &o);
+    assert_memory_equal(&a, &b, sizeof a);
+    o.format = EMBER_FORMAT_PPROF;
+    b = import_new(z, zlen, &o);
+    assert_memory_equal(&a, &b, sizeof a);
+
+    o.format = EMBER_FORMAT_AUTO;
+    a = import_new(perf, tlen, &o);
+    assert_true(a.profiles > 0 && a.samples > 0);
+    o.format = EMBER_FORMAT_PERF;
+    b = import_new(perf, tlen, &o);
+    assert_memory_equal(&a, &b, sizeof a);
+
+    o.format = EMBER_FORMAT_AUTO;
+    a = import_new(col, clen, &o);
+    assert_int_equal(a.profiles, 1);
+    assert_true(a.samples > 0);
+    o.format = EMBER_FORMAT_COLLAPSED;
+    b = import_new(col, clen, &o);
+    assert_memory_equal(&a, &b, sizeof a);
+    em_free(plain);
+    free(z);
+    free(perf);
+    free(col);
+}
+
+/* A named format is taken at its word: collapsed text named pprof, or
+** pprof named collapsed, is refused and writes nothing. */
+static void test_ember_import_named_wrong(void **state)
+{
+    char *dir = tu_tmpdir("emwrong");
+    ember_db *db = open_in(dir);
+    ember_import_opts o = { .sz = sizeof o, .origin = "in.txt",
+                            .format = EMBER_FORMAT_PPROF };
+    const char *text = "main;work 12\nmain;idle 3\n";
+    size_t zlen;
+    char *z = tu_read_file("tests/data/pprof/cpu.pb.gz", &zlen);
+    uint64_t before[5];
+
+    (void)state;
+    db_counts(db, before);
+    assert_int_not_equal(ember_import(db, text, strlen(text), &o, NULL),
+                         EMBER_OK);
+    assert_non_null(strstr(ember_errmsg(db), "in.txt"));
+    o.format = EMBER_FORMAT_COLLAPSED;
+    assert_int_not_equal(ember_import(db, z, zlen, &o, NULL), EMBER_OK);
+    assert_untouched(db, before);
+    free(z);
+    ember_close(db);
+    tu_rmdir(dir);
+}
+
+/* Labels, type and time from the options reach what is stored; without a
+** time, the clock gives it. */
+static void test_ember_import_opts(void **state)
+{
+    char *dir = tu_tmpdir("emopts");
+    ember_db *db = open_in(dir);
+    ember_label l[] = { { "service", "api" }, { "zone", "z1" } };
+    ember_import_opts o = { .sz = sizeof o, .type = MEMTYPE, .labels = l,
+                            .nlabels = 2, .flags = EMBER_IMPORT_TIME,
+                            .time_ms = T0 };
+    ember_matcher m = { "service", "api", EMBER_MATCH_EQ };
+    ember_selector sel = { .sz = sizeof sel, .type = MEMTYPE,
+                           .matchers = &m, .nmatchers = 1 };
+    const char *text = "main;a 3\nmain;b 4\nmain;a 1\n";
+    ember_import_stats st = { .sz = sizeof st };
+    ember_totals *t;
+    ember_strlist *sl;
+    const int64_t *times, *values;
+    uint32_t series;
+    size_t n;
+    int64_t before;
+
+    (void)state;
+    assert_int_equal(ember_import(db, text, strlen(text), &o, &st), 0);
+    assert_int_equal(st.profiles, 1);
+    assert_int_equal(st.samples, 2);          /* main;a summed */
+    assert_int_equal(st.read_samples, 3);
+    assert_int_equal(ember_totals_get(db, &sel, &t), EMBER_OK);
+    assert_int_equal(ember_totals_count(t), 1);
+    ember_totals_series(t, 0, &series, &times, &values, &n);
+    assert_int_equal(n, 1);
+    assert_int_equal(times[0], T0);
+    assert_int_equal(values[0], 8);
+    ember_totals_free(t);
+    assert_int_equal(ember_label_values(db, "zone", NULL, &sl), EMBER_OK);
+    assert_int_equal(ember_strlist_count(sl), 1);
+    assert_string_equal(ember_strlist_get(sl, 0), "z1");
+    ember_strlist_free(sl);
+
+    /* no EMBER_IMPORT_TIME: the clock, not 0 nor time_ms */
+    o.flags = 0;
+    o.time_ms = 5;
+    l[0].value = "clock";
+    m.value = "clock";
+    before = T0 + 365LL * 86400000;     /* surely in the past */
+    assert_int_equal(ember_import(db, text, strlen(text), &o, NULL), 0);
+    assert_int_equal(ember_totals_get(db, &sel, &t), EMBER_OK);
+    ember_totals_series(t, 0, &series, &times, &values, &n);
+    assert_int_equal(n, 1);
+    assert_true(times[0] > before);
+    ember_totals_free(t);
+    ember_close(db);
+    tu_rmdir(dir);
+}
+
+/* Bad options fail before anything is read or written. */
+static void test_ember_import_bad_opts(void **state)
+{
+    char *dir = tu_tmpdir("embad");
+    ember_db *db = open_in(dir);
+    const char *text = "main;a 3\n";
+    ember_label bad[] = { { "1x", "v" } }, twice[] = { { "a", "1" },
+                                                       { "a", "2" } };
+    ember_label reserved[] = { { "__type__", "v" } };
+    ember_import_opts o = { .sz = sizeof o };
+    ember_import_stats st = { .sz = sizeof st };
+    uint64_t before[5];
+
+    (void)state;
+    db_counts(db, before);
+    o.labels = bad;
+    o.nlabels = 1;
+    assert_int_equal(ember_import(db, text, strlen(text), &o, &st),
+                     EMBER_EINVAL);
+    assert_non_null(strstr(ember_errmsg(db), "1x"));
+    assert_int_equal(st.failed, 1);
+    o.labels = twice;
+    o.nlabels = 2;
+    assert_int_equal(ember_import(db, text, strlen(text), &o, NULL),
+                     EMBER_EINVAL);
+    o.labels = reserved;
+    o.nlabels = 1;
+    assert_int_equal(ember_import(db, text, strlen(text), &o, NULL),
+                     EMBER_EINVAL);
+    o = (ember_import_opts){ .sz = sizeof o, .format = 9 };
+    assert_int_equal(ember_import(db, text, strlen(text), &o, NULL),
+                     EMBER_EINVAL);
+    o = (ember_import_opts){ .sz = sizeof o, .flags = 1u << 9 };
+    assert_int_equal(ember_import(db, text, strlen(text), &o, NULL),
+                     EMBER_EINVAL);
+    o = (ember_import_opts){ .sz = sizeof o, .type = "cpu" };
+    assert_int_equal(ember_import(db, text, strlen(text), &o, NULL),
+                     EMBER_EINVAL);
+    o = (ember_import_opts){ 0 };
+    assert_int_equal(ember_import(db, text, strlen(text), &o, NULL),
+                     EMBER_EINVAL);
+    st.sz = 0;
+    assert_int_equal(ember_import(db, text, strlen(text), NULL, &st),
+                     EMBER_EINVAL);
+    assert_int_equal(ember_import(NULL, text, strlen(text), NULL, NULL),
+                     EMBER_EINVAL);
+    assert_untouched(db, before);
+    ember_close(db);
+    tu_rmdir(dir);
+}
+
+/* A bad input writes nothing at all, even after many good records. */
+static void test_ember_import_all_or_nothing(void **state)
+{
+    char *dir = tu_tmpdir("emaon");
+    ember_db *db = open_in(dir);
+    ember_import_opts o = { .sz = sizeof o, .origin = "late.txt",
+                            .format = EMBER_FORMAT_COLLAPSED };
+    ember_import_stats st = { .sz = sizeof st, .profiles = 99 };
+    size_t cap = 1 << 20, n = 0, zlen;
+    char *text = malloc(cap);
+    char *z = tu_read_file("tests/data/pprof/heap.pb.gz", &zlen);
+    uint64_t before[5];
+
+    (void)state;
+    assert_non_null(text);
+    for (int i = 0; i < 2000; i++)
+        n += (size_t)snprintf(text + n, cap - n, "main;f%d;g%d %d\n", i,
+                              i % 7, i + 1);
+    n += (size_t)snprintf(text + n, cap - n, "main;;broken 1\n");
+    db_counts(db, before);
+    assert_int_equal(ember_import(db, text, n, &o, &st), EMBER_EINVAL);
+    assert_non_null(strstr(ember_errmsg(db), "late.txt:2001"));
+    assert_int_equal(st.profiles, 0);
+    assert_int_equal(st.failed, 1);
+    /* a pprof file cut anywhere in its body */
+    o = (ember_import_opts){ .sz = sizeof o };
+    for (size_t cut = 1; cut < zlen; cut += zlen / 17)
+        assert_int_not_equal(ember_import(db, z, cut, &o, NULL), EMBER_OK);
+    assert_untouched(db, before);
+    assert_int_equal(tu_verify(db), 0);
+    free(text);
+    free(z);
+    ember_close(db);
+    tu_rmdir(dir);
+}
+
+/* The CLI's limits: 1 GiB before gunzip, max_bytes after, for gzipped and
+** plain input alike; a gzip bomb stops at the limit. */
+static void test_ember_import_limits(void **state)
+{
+    char *dir = tu_tmpdir("emlim");
+    ember_db *db = open_in(dir);
+    ember_import_opts o = { .sz = sizeof o, .max_bytes = 1 << 20 };
+    size_t big = 64u << 20, zlen, huge = (size_t)EM_IMPORT_MAX_FILE + 1;
+    uint8_t *zeros = calloc(1, big);
+    uint8_t *bomb;
+    char *text = malloc((1 << 20) + 16);
+    void *map;
+    uint64_t before[5];
+
+    (void)state;
+    assert_non_null(zeros);
+    assert_non_null(text);
+    memcpy(zeros, "main;a 1\n", 9);     /* a valid profile, were it whole */
+    bomb = gzip_bytes(zeros, big, &zlen);
+    db_counts(db, before);
+    assert_int_equal(ember_import(db, bomb, zlen, &o, NULL), EMBER_ELIMIT);
+    assert_non_null(strstr(ember_errmsg(db), "gzip bomb"));
+    /* plain input over max_bytes; at it, it passes */
+    for (size_t i = 0; i < 1001 * 9; i += 9)
+        memcpy(text + i, "main;a 1\n", 9);
+    o.max_bytes = 1000 * 9;
+    assert_int_equal(ember_import(db, text, 1001 * 9, &o, NULL),
+                     EMBER_ELIMIT);
+    assert_non_null(strstr(ember_errmsg(db), "more than the limit"));
+    assert_untouched(db, before);
+    assert_int_equal(ember_import(db, text, 1000 * 9, &o, NULL), EMBER_OK);
+    db_counts(db, before);
+    /* over 1 GiB: refused before a byte is read (the pages are never
+    ** touched, so they cost nothing) */
+    map = mmap(NULL, huge, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS |
+               MAP_NORESERVE, -1, 0);
+    assert_true(map != MAP_FAILED);
+    o.max_bytes = 0;
+    assert_int_equal(ember_import(db, map, huge, &o, NULL), EMBER_ELIMIT);
+    assert_non_null(strstr(ember_errmsg(db), "larger than"));
+    munmap(map, huge);
+    assert_untouched(db, before);
+    free(zeros);
+    free(bomb);
+    free(text);
+    ember_close(db);
+    tu_rmdir(dir);
+}
+
+/* Every allocation failure gives ENOMEM and writes nothing. */
+static void test_ember_import_oom(void **state)
+{
+    char *dir = tu_tmpdir("emoom");
+    ember_db *db = open_in(dir);
+    size_t zlen;
+    char *z = tu_read_file("tests/data/pprof/cpu.pb.gz", &zlen);
+    int rc = EMBER_ENOMEM;
+    uint64_t n;
+
+    (void)state;
+    for (n = 1; rc == EMBER_ENOMEM && n < 100000; n++) {
+        ember_stats st = { .sz = sizeof st };
+        em_alloc_fail_at(n);
+        rc = ember_import(db, z, zlen, NULL, NULL);
+        em_alloc_fail_at(0);
+        assert_true(rc == EMBER_OK || rc == EMBER_ENOMEM);
+        assert_int_equal(ember_stats_get(db, &st), 0);
+        assert_true(rc == EMBER_OK ? st.profiles > 0 : st.profiles == 0);
+    }
+    assert_int_equal(rc, EMBER_OK);
+    assert_true(n > 10);
+    assert_int_equal(tu_verify(db), 0);
+    free(z);
+    ember_close(db);
+    tu_rmdir(dir);
+}
+
+/* What ember_import wrote comes back through ember_query and
+** ember_result_render as the collapsed input summed per stack. */
+static void test_ember_import_render(void **state)
+{
+    char *dir = tu_tmpdir("emrender");
+    ember_db *db = open_in(dir);
+    const char *text = "main;b 4\nmain;a 3\nmain;a 1\n";
+    ember_import_opts o = { .sz = sizeof o, .type = TYPE };
+    ember_result *r = NULL;
+    char *out;
+    size_t len;
+
+    (void)state;
+    assert_int_equal(ember_import(db, text, strlen(text), &o, NULL), 0);
+    assert_int_equal(ember_query(db, "merge(" TYPE ")", NULL, &r), 0);
+    assert_int_equal(ember_result_render(db, r, "collapsed", NULL, &out,
+                                         &len), EMBER_OK);
+    assert_string_equal(out, "main;a 4\nmain;b 4\n");
+    assert_int_equal(len, strlen(out));
+    ember_free(out);
+    assert_int_equal(ember_result_render(db, r, "csv", NULL, &out, &len),
+                     EMBER_EINVAL);
+    assert_null(out);
+    ember_result_free(r);
+    ember_close(db);
+    tu_rmdir(dir);
+}
+
+/* ---- ember_import_files: the driver `ember import` runs ---------------------- */
+
+typedef struct hook_log {
+    char failed[8][512];
+    int rcs[8];
+    size_t nfailed, nprogress;
+    uint64_t last_files;
+} hook_log;
+
+static void log_failed(void *ctx, const char *path, int rc, const char *msg)
+{
+    hook_log *h = ctx;
+
+    assert_true(strncmp(msg, path, strlen(path)) == 0);
+    if (h->nfailed < 8) {
+        snprintf(h->failed[h->nfailed], sizeof h->failed[0], "%s", msg);
+        h->rcs[h->nfailed] = rc;
+    }
+    h->nfailed++;
+}
+
+static void log_progress(void *ctx, const ember_import_stats *st)
+{
+    hook_log *h = ctx;
+
+    assert_true(st->files >= h->last_files);
+    h->last_files = st->files;
+    h->nprogress++;
+}
+
+static void write_file(const char *dir, const char *name, const char *text)
+{
+    char path[512];
+    FILE *f;
+
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* A directory of good files and a bad one, and a missing path: the good
+** are written, each failure reported once naming its path, the result is
+** the first failure. A file named by unix ms is timed by its name. */
+static void test_import_files(void **state)
+{
+    char *dir = tu_tmpdir("emfiles");
+    ember_db *db = open_in(dir);
+    char in[512], sub[512], missing[512];
+    const char *paths[2] = { in, missing };
+    hook_log h = { 0 };
+    ember_import_hooks hooks = { .sz = sizeof hooks, .ctx = &h,
+                                 .failed = log_failed,
+                                 .progress = log_progress };
+    ember_import_stats st = { .sz = sizeof st };
+    ember_selector sel = { .sz = sizeof sel };
+    ember_totals *t;
+    const int64_t *times, *values;
+    uint32_t series;
+    size_t n;
+
+    (void)state;
+    snprintf(in, sizeof in, "%s/in", dir);
+    snprintf(sub, sizeof sub, "%s/in/sub", dir);
+    snprintf(missing, sizeof missing, "%s/nope.txt", dir);
+    assert_int_equal(mkdir(in, 0755), 0);
+    assert_int_equal(mkdir(sub, 0755), 0);
+    write_file(in, "1732170000000.txt", "main;a 5\n");
+    write_file(in, "b.txt", "main;;bad 1\n");
+    write_file(sub, "c.txt", "main;c 7\n");
+    write_file(in, ".hidden", "not even read\n");
+    assert_int_equal(ember_import_files(db, paths, 2, NULL, &hooks, &st),
+                     EMBER_EINVAL);
+    assert_non_null(strstr(ember_errmsg(db), "b.txt"));
+    assert_non_null(strstr(ember_errmsg(db), "(and 1 more)"));
+    assert_int_equal(st.files, 3);
+    assert_int_equal(st.failed, 1);
+    assert_int_equal(st.bad_paths, 1);
+    assert_int_equal(st.profiles, 2);
+    assert_int_equal(h.nfailed, 2);
+    assert_non_null(strstr(h.failed[0], "/in/b.txt"));
+    assert_int_equal(h.rcs[0], EMBER_EINVAL);
+    assert_non_null(strstr(h.failed[1], "nope.txt"));
+    assert_true(h.nprogress >= 3);
+    assert_int_equal(h.last_files, 3);
+    assert_int_equal(ember_totals_get(db, &sel, &t), EMBER_OK);
+    assert_int_equal(ember_totals_count(t), 1);
+    ember_totals_series(t, 0, &series, &times, &values, &n);
+    assert_int_equal(n, 2);
+    assert_int_equal(times[0], T0);             /* from the name */
+    assert_int_equal(values[0], 5);
+    assert_int_equal(values[1], 7);
+    ember_totals_free(t);
+    assert_int_equal(tu_verify(db), 0);
+    ember_close(db);
+    tu_rmdir(dir);
+}
+
+/* Bad options fail before any path is looked at: no hook runs, although
+** the path does not exist. */
+static void test_import_files_opts_first(void **state)
+{
+    char *dir = tu_tmpdir("emfopts");
+    ember_db *db = open_in(dir);
+    const char *paths[] = { "/nonexistent/file.txt" };
+    ember_label bad[] = { { "1x", "v" } };
+    ember_import_opts o = { .sz = sizeof o, .labels = bad, .nlabels = 1 };
+    hook_log h = { 0 };
+    ember_import_hooks hooks = { .sz = sizeof hooks, .ctx = &h,
+                                 .failed = log_failed,
+                                 .progress = log_progress };
+    ember_import_stats st = { .sz = sizeof st };
+
+    (void)state;
+    assert_int_equal(ember_import_files(db, paths, 1, &o, &hooks, &st),
+                     EMBER_EINVAL);
+    assert_non_null(strstr(ember_errmsg(db), "1x"));
+    assert_int_equal(h.nfailed + h.nprogress, 0);
+    assert_int_equal(st.files + st.bad_paths, 0);
+    hooks.sz = 0;
+    assert_int_equal(ember_import_files(db, paths, 1, NULL, &hooks, NULL),
+                     EMBER_EINVAL);
+    ember_close(db);
+    tu_rmdir(dir);
+}
+
+/* Allocation failures anywhere in a batch of three files: whatever fails,
+** each file is written whole or not at all (a failed batch is retried file
+** by file), and the counts say which. */
+static void test_import_files_oom(void **state)
+{
+    char *dir = tu_tmpdir("emfoom");
+    ember_db *db = open_in(dir);
+    char in[512];
+    const char *paths[] = { in };
+    int rc = EMBER_ENOMEM;
+    uint64_t n, written = 0;
+
+    (void)state;
+    snprintf(in, sizeof in, "%s/in", dir);
+    assert_int_equal(mkdir(in, 0755), 0);
+    write_file(in, "a.txt", "main;a 1\nmain;b 2\n");
+    write_file(in, "b.txt", "main;a;x 3\n");
+    write_file(in, "c.txt", "main;c 4\nmain;a 5\n");
+    for (n = 1; rc != EMBER_OK && n < 100000; n++) {
+        ember_import_stats st = { .sz = sizeof st };
+        ember_stats ds = { .sz = sizeof ds };
+        em_alloc_fail_at(n);
+        rc = ember_import_files(db, paths, 1, NULL, NULL, &st);
+        em_alloc_fail_at(0);
+        assert_true(rc == EMBER_OK || rc == EMBER_ENOMEM);
+        if (rc != EMBER_OK)
+            assert_true(ember_errmsg(db)[0] != '\0');
+        written += st.profiles;
+        assert_int_equal(ember_stats_get(db, &ds), EMBER_OK);
+        assert_int_equal(ds.profiles, written);     /* one per file */
+    }
+    assert_int_equal(rc, EMBER_OK);
+    assert_int_equal(tu_verify(db), 0);
+    ember_close(db);
+    tu_rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -561,6 +1103,17 @@ int main(void)
         cmocka_unit_test(test_gunzip_oom),
         cmocka_unit_test(test_detect),
         cmocka_unit_test(test_decode_unknown),
+        cmocka_unit_test(test_ember_import_formats),
+        cmocka_unit_test(test_ember_import_named_wrong),
+        cmocka_unit_test(test_ember_import_opts),
+        cmocka_unit_test(test_ember_import_bad_opts),
+        cmocka_unit_test(test_ember_import_all_or_nothing),
+        cmocka_unit_test(test_ember_import_limits),
+        cmocka_unit_test(test_ember_import_oom),
+        cmocka_unit_test(test_ember_import_render),
+        cmocka_unit_test(test_import_files),
+        cmocka_unit_test(test_import_files_opts_first),
+        cmocka_unit_test(test_import_files_oom),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

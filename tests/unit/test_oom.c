@@ -288,6 +288,104 @@ static void test_fresh_handle(void **state)
     assert_int_equal(b.profiles, a.profiles + 1);
 }
 
+/* ember_import of a real Go CPU profile (gzipped pprof, two types). */
+static int op_import(fixture *f, void *ctx)
+{
+    ember_label l[] = { { "service", "imported" } };
+    ember_import_opts o = { .sz = sizeof o, .labels = l, .nlabels = 1 };
+    const tu_out *in = ctx;
+
+    return ember_import(f->db, in->text, in->len, &o, NULL);
+}
+
+static void test_import(void **state)
+{
+    fixture *f = *state;
+    tu_out in = { 0 };
+    ember_stats a, b;
+
+    in.text = tu_read_file("tests/data/pprof/cpu.pb.gz", &in.len);
+    assert_non_null(in.text);
+    stats(f, &a);
+    assert_true(oom_loop(f, "import", op_import, &in, true) > 0);
+    stats(f, &b);
+    assert_true(b.profiles > a.profiles);
+    free(in.text);
+}
+
+/* ember_import_files of a directory holding one collapsed file: the walk,
+** the batch and its commit. One file, so a failure leaves nothing behind.
+** (These two run after the seal test: the series they add would make its
+** seal take more than one batch.) */
+static int op_import_files(fixture *f, void *ctx)
+{
+    const char *const *paths = ctx;
+    ember_import_opts o = { .sz = sizeof o, .flags = EMBER_IMPORT_TIME,
+                            .time_ms = T0 + 7 * HOUR };
+
+    return ember_import_files(f->db, paths, 1, &o, NULL, NULL);
+}
+
+static void test_import_files(void **state)
+{
+    fixture *f = *state;
+    char *dir = tu_tmpdir("oomfiles"), path[512];
+    const char *paths[] = { dir };
+    size_t len;
+    char *buf = tu_read_file("tests/data/collapsed/1732170000000.txt", &len);
+    ember_stats a, b;
+    FILE *out;
+
+    assert_non_null(buf);
+    snprintf(path, sizeof path, "%s/stacks.txt", dir);
+    assert_non_null(out = fopen(path, "wb"));
+    assert_int_equal(fwrite(buf, 1, len, out), len);
+    fclose(out);
+    stats(f, &a);
+    assert_true(oom_loop(f, "import files", op_import_files, paths, true) > 0);
+    stats(f, &b);
+    assert_true(b.profiles > a.profiles);
+    free(buf);
+    tu_rmdir(dir);
+}
+
+/* ember_result_render of a query result as -o top: the same text each
+** time it succeeds. */
+static int op_render(fixture *f, void *ctx)
+{
+    char **ref = ctx, *out = NULL;
+    ember_result *r = NULL;
+    size_t len;
+    int rc = ember_query(f->db, "top(merge(" CPU "), 5)", NULL, &r);
+
+    if (rc == EMBER_OK)
+        rc = ember_result_render(f->db, r, "top", NULL, &out, &len);
+    ember_result_free(r);
+    if (rc != EMBER_OK) {
+        assert_null(out);
+        return rc;
+    }
+    assert_int_equal(len, strlen(out));
+    if (*ref == NULL)
+        *ref = out;                     /* the reference run */
+    else {
+        assert_string_equal(out, *ref);
+        ember_free(out);
+    }
+    return EMBER_OK;
+}
+
+static void test_render(void **state)
+{
+    fixture *f = *state;
+    char *ref = NULL;
+
+    assert_int_equal(op_render(f, &ref), EMBER_OK);
+    assert_non_null(strstr(ref, "Showing"));
+    assert_true(oom_loop(f, "render", op_render, &ref, false) > 0);
+    ember_free(ref);
+}
+
 static int op_seal(fixture *f, void *ctx)
 {
     (void)ctx;
@@ -598,6 +696,9 @@ int main(void)
         cmocka_unit_test(test_snapshot),
         cmocka_unit_test(test_seal),
         cmocka_unit_test(test_open),
+        cmocka_unit_test(test_render),
+        cmocka_unit_test(test_import),
+        cmocka_unit_test(test_import_files),
     };
     return cmocka_run_group_tests_name("oom", tests, setup, teardown);
 }
