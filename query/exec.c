@@ -392,78 +392,16 @@ out:
     return rc;
 }
 
-typedef struct flat_fn {
-    uint32_t fn;
-    uint64_t mag;                   /* |flat| */
-    const char *name;
-} flat_fn;
-
-static int flat_cmp(const void *a, const void *b)
-{
-    const flat_fn *x = a, *y = b;
-
-    if (x->mag != y->mag)
-        return x->mag < y->mag ? 1 : -1;
-    return strcmp(x->name, y->name);
-}
-
-/* top(P, N): the stacks whose leaf is among the N functions of largest
-** |flat| (a diff's flat is its change), ties by name as the top renderer
-** orders rows. */
-static int filter_top(wgroup *g, size_t n)
-{
-    em_rprofile *p = &g->prof;
-    int64_t *flat = em_calloc(p->names.count + 1, sizeof *flat);
-    uint8_t *leaf = em_calloc(p->names.count + 1, 1);
-    flat_fn *order = em_malloc((p->names.count + 1) * sizeof *order);
-    bool *keep = em_malloc(p->nstacks * sizeof *keep + 1);
-    size_t nleaf = 0;
-    int rc = EMBER_OK;
-
-    if (flat == NULL || leaf == NULL || order == NULL || keep == NULL) {
-        rc = em_err(EMBER_ENOMEM, "query: top of %zu stacks", p->nstacks);
-        goto out;
-    }
-    for (size_t i = 0; i < p->nstacks; i++) {
-        const em_rstack *s = &p->stacks[i];
-        uint32_t fn;
-        if (s->nframes == 0)
-            continue;
-        fn = p->frames[s->first].fn;
-        flat[fn] = em_add_wrap(flat[fn], em_sub_wrap(s->value, s->base));
-        if (!leaf[fn]++)
-            order[nleaf++] = (flat_fn){ fn, 0, em_strtab_get(&p->names, fn) };
-    }
-    for (size_t i = 0; i < nleaf; i++)
-        order[i].mag = em_abs64(flat[order[i].fn]);
-    em_sort(order, nleaf, sizeof *order, flat_cmp);
-    memset(leaf, 0, p->names.count + 1);
-    for (size_t i = 0; i < nleaf && i < n; i++)
-        leaf[order[i].fn] = 1;
-    for (size_t i = 0; i < p->nstacks; i++)
-        keep[i] = p->stacks[i].nframes > 0 &&
-                  leaf[p->frames[p->stacks[i].first].fn];
-    group_compact(g, keep);
-out:
-    em_free(flat);
-    em_free(leaf);
-    em_free(order);
-    em_free(keep);
-    return rc;
-}
-
 /* Applies the filters the engine did not apply, in order. */
 static int group_filter(wgroup *g, const em_pop *ops, size_t nops)
 {
     int rc = EMBER_OK;
 
     for (size_t i = 0; i < nops && rc == EMBER_OK; i++) {
-        if (ops[i].pushed)
+        /* a top keeps every stack: it only limits rows (top_limit) */
+        if (ops[i].pushed || ops[i].op == EM_OP_TOP)
             continue;
-        if (ops[i].op == EM_OP_TOP)
-            rc = filter_top(g, ops[i].n);
-        else
-            rc = filter_regex(g, ops[i].re, ops[i].op == EM_OP_FOCUS);
+        rc = filter_regex(g, ops[i].re, ops[i].op == EM_OP_FOCUS);
     }
     return rc;
 }
@@ -1025,10 +963,35 @@ int em_type_unit(const char *type, char **unit)
 }
 
 /* True when chain CH's groups may stay unresolved: the caller asked for
-** stack ids only and no filter left after the engine's needs names. */
+** stack ids only and no filter left after the engine's needs names (a top
+** filters nothing). */
 static bool ids_only(const ectx *e, const em_pchain *ch)
 {
-    return (e->flags & EM_QUERY_IDS_ONLY) != 0 && ch->nops == 0;
+    for (size_t i = 0; i < ch->nops; i++)
+        if (!ch->ops[i].pushed && ch->ops[i].op != EM_OP_TOP)
+            return false;
+    return (e->flags & EM_QUERY_IDS_ONLY) != 0;
+}
+
+/* The smallest N of the tops in OPS, or LIMIT when smaller (0: none). */
+static size_t ops_top_limit(const em_pop *ops, size_t nops, size_t limit)
+{
+    for (size_t i = 0; i < nops; i++)
+        if (ops[i].op == EM_OP_TOP && (limit == 0 || ops[i].n < limit))
+            limit = ops[i].n;
+    return limit;
+}
+
+/* The row limit of P's result: top(top(P, 5), 3) shows 3 rows, and so
+** does top(top(P, 3), 5); a top on either side of a diff limits the diff. */
+static size_t plan_top_limit(const em_plan *p)
+{
+    size_t limit = ops_top_limit(p->a.ops, p->a.nops, 0);
+
+    limit = ops_top_limit(p->post, p->npost, limit);
+    if (p->kind == EMBER_RESULT_DIFF)
+        limit = ops_top_limit(p->b.ops, p->b.nops, limit);
+    return limit;
 }
 
 /* Gives each group of S an empty profile of S's type in place of its
@@ -1063,7 +1026,7 @@ static int exec_profiles(ectx *e, const em_plan *p, ember_result *r)
         rc = groups_move(&s, r);
     if (rc == EMBER_OK)
         rc = em_type_unit(r->type, &r->unit);
-    r->top_limit = p->top_limit;
+    r->top_limit = plan_top_limit(p);
     gset_free(&s);
     return rc;
 }

@@ -619,101 +619,140 @@ static void test_focus_diff_and_groups(void **state)
     ember_result_free(r);
 }
 
-typedef struct flat_row {
-    const char *name;
-    int64_t flat;
-} flat_row;
-
-static int flat_row_cmp(const void *a, const void *b)
+/* TEXT (a top of WANT's query) keeps every stack of WANT and limits rows
+** to N: top(P, N) changes how many rows top and tree show, never P. */
+static void check_top(const char *text, const char *want, size_t n)
 {
-    const flat_row *x = a, *y = b;
-    int64_t fx_ = llabs(x->flat), fy = llabs(y->flat);
-
-    if (fx_ != fy)
-        return fx_ < fy ? 1 : -1;
-    return strcmp(x->name, y->name);
-}
-
-/* The leaf names of the N functions of largest |flat| in P. */
-static size_t top_names(const em_rprofile *p, size_t n, const char **out)
-{
-    flat_row rows[512];
-    size_t nr = 0;
-
-    for (size_t i = 0; i < p->nstacks; i++) {
-        const char *leaf;
-        size_t k;
-        if (p->stacks[i].nframes == 0)
-            continue;
-        leaf = em_strtab_get(&p->names, p->frames[p->stacks[i].first].fn);
-        for (k = 0; k < nr && strcmp(rows[k].name, leaf) != 0; k++)
-            ;
-        if (k == nr) {
-            assert_true(nr < 512);
-            rows[nr++] = (flat_row){ leaf, 0 };
-        }
-        rows[k].flat += p->stacks[i].value - p->stacks[i].base;
-    }
-    qsort(rows, nr, sizeof *rows, flat_row_cmp);
-    for (size_t i = 0; i < n && i < nr; i++)
-        out[i] = rows[i].name;
-    return n < nr ? n : nr;
-}
-
-static void check_top(const char *text, const em_rprofile *full, size_t n)
-{
-    ember_result *r = query(text);
-    const em_rprofile *got = &r->groups[0].prof;
-    const char *names[64];
-    size_t nn = top_names(full, n, names), k = 0;
-    char a[4096], b[4096];
+    ember_result *r = query(text), *w = query(want);
 
     assert_int_equal(r->top_limit, n);
-    for (size_t i = 0; i < full->nstacks; i++) {
-        const char *leaf;
-        bool keep = false;
-        if (full->stacks[i].nframes == 0)
-            continue;
-        leaf = em_strtab_get(&full->names,
-                             full->frames[full->stacks[i].first].fn);
-        for (size_t j = 0; j < nn; j++)
-            keep |= strcmp(names[j], leaf) == 0;
-        if (!keep)
-            continue;
-        assert_true(k < got->nstacks);
-        assert_string_equal(stack_key(got, k, a, sizeof a),
-                            stack_key(full, i, b, sizeof b));
-        assert_int_equal(got->stacks[k].base, full->stacks[i].base);
-        assert_int_equal(got->stacks[k++].value, full->stacks[i].value);
+    assert_int_equal(ember_result_kind(r), ember_result_kind(w));
+    assert_int_equal(r->ngroups, w->ngroups);
+    for (size_t g = 0; g < r->ngroups; g++) {
+        assert_prof_equal(&r->groups[g].prof, &w->groups[g].prof);
+        assert_merged_equal(r->groups[g].merged, w->groups[g].merged);
     }
-    assert_int_equal(k, got->nstacks);
+    ember_result_free(w);
     ember_result_free(r);
+}
+
+/* The rows of R rendered as top: the lines after the column header. */
+static size_t top_rows(const ember_result *r, char *buf, size_t cap)
+{
+    FILE *f = fmemopen(buf, cap, "w");
+    const char *l;
+    size_t rows = 0;
+
+    assert_non_null(f);
+    assert_int_equal(em_render_result(f, r, "top", NULL), EMBER_OK);
+    fclose(f);
+    l = strstr(buf, " flat%   sum%");
+    assert_non_null(l);
+    for (l = strchr(l, '\n'); l != NULL && l[1] != '\0';
+         l = strchr(l + 1, '\n'))
+        rows++;
+    return rows;
 }
 
 static void test_top(void **state)
 {
-    ember_matcher cpu = { "source", "cpu", EMBER_MATCH_EQ };
-    ember_merged *m = merge_of(SYN_D, NULL, 0);
-    ember_result *d;
-    em_rprofile full;
+    ember_result *r;
+    char out[16384];
 
     (void)state;
-    build(m, SYN_D, &full);
-    check_top("top(" SYN_D ", 1)", &full, 1);
-    check_top("top(" SYN_D ", 2)", &full, 2);
-    check_top("top(" SYN_D ", 100)", &full, 100);
-    em_rprofile_free(&full);
-    ember_merged_free(m);
-    m = merge_of(CPU, &cpu, 1);
-    build(m, CPU, &full);
-    check_top("top(" CPU "{source=\"cpu\"}, 5)", &full, 5);
-    em_rprofile_free(&full);
-    ember_merged_free(m);
-    /* on a diff: the largest changes */
-    d = query("diff(" SYN_D "{pod=\"p0\"}, " SYN_D "{pod=\"p3\"})");
+    check_top("top(" SYN_D ", 1)", SYN_D, 1);
+    check_top("top(" SYN_D ", 2)", SYN_D, 2);
+    check_top("top(" SYN_D ", 100)", SYN_D, 100);
+    check_top("top(" CPU "{source=\"cpu\"}, 5)", CPU "{source=\"cpu\"}", 5);
+    check_top("top(merge by (zone) (" SYN_D "), 2)",
+              "merge by (zone) (" SYN_D ")", 2);
+    /* nested: the smallest limit wins, filters still filter */
+    check_top("top(top(" SYN_D ", 5), 3)", SYN_D, 3);
+    check_top("top(top(" SYN_D ", 3), 5)", SYN_D, 3);
+    check_top("focus(top(" SYN_D ", 3), \"mid_x\")",
+              "focus(" SYN_D ", \"mid_x\")", 3);
+    check_top("ignore(top(focus(" SYN_D ", \"main\"), 4), \"leaf_a\")",
+              "ignore(focus(" SYN_D ", \"main\"), \"leaf_a\")", 4);
+    /* on a diff: the whole diff, the N largest changes shown */
     check_top("top(diff(" SYN_D "{pod=\"p0\"}, " SYN_D "{pod=\"p3\"}), 2)",
-              &d->groups[0].prof, 2);
-    ember_result_free(d);
+              "diff(" SYN_D "{pod=\"p0\"}, " SYN_D "{pod=\"p3\"})", 2);
+    check_top("diff(top(" SYN_D "{pod=\"p0\"}, 3), " SYN_D "{pod=\"p3\"})",
+              "diff(" SYN_D "{pod=\"p0\"}, " SYN_D "{pod=\"p3\"})", 3);
+    /* the renderer shows N rows of the whole profile: 100% is its total */
+    r = query("top(" SYN_D ", 2)");
+    assert_int_equal(top_rows(r, out, sizeof out), 2);
+    if (strstr(out, "Showing top 2 nodes out of 9\n") == NULL)
+        fail_msg("top(P, 2):\n%s", out);
+    ember_result_free(r);
+    r = query(SYN_D);
+    assert_int_equal(top_rows(r, out, sizeof out), 9);
+    ember_result_free(r);
+}
+
+#define WIDE "wide:samples:count:samples:count"
+
+/* A collapsed profile of N stacks ending in "hot", each a distinct path of
+** a and b frames below main (few names, many stacks), plus "main;cold 7"
+** and "main;a;warm 5": imported into a new database at DIR. */
+static ember_db *wide_db(const char *dir, size_t n)
+{
+    ember_db *db = tu_open(dir, 0);
+    size_t cap = n * 48 + 64, len = 0;
+    char *buf = malloc(cap);
+    em_import_opts o = { .sz = sizeof o, .origin = "wide.txt",
+                         .type = WIDE, .format = EM_FORMAT_COLLAPSED };
+
+    assert_non_null(buf);
+    for (size_t i = 0; i < n; i++) {
+        len += (size_t)snprintf(buf + len, cap - len, "main");
+        for (size_t b = i; b > 0; b >>= 1)
+            len += (size_t)snprintf(buf + len, cap - len, ";%c",
+                                    b & 1 ? 'b' : 'a');
+        len += (size_t)snprintf(buf + len, cap - len, ";hot 1\n");
+    }
+    len += (size_t)snprintf(buf + len, cap - len, "main;cold 7\n"
+                            "main;a;warm 5\n");
+    if (em_import(db, buf, len, &o, NULL) != EMBER_OK)
+        fail_msg("import: %s", ember_errmsg(db));
+    free(buf);
+    return db;
+}
+
+/* top(P, 1) over N stacks sharing one leaf (past 256 and 65,536 of them
+** the old per-leaf counter wrapped and wrote past its array): the whole
+** profile, and one row, hot's, of the whole total. */
+static void check_wide(size_t n, const char *head, const char *row)
+{
+    char *dir = tu_tmpdir("query-top");
+    ember_db *db = wide_db(dir, n);
+    ember_result *r = NULL, *all = NULL;
+    char out[4096], text[128];
+
+    assert_int_equal(ember_query(db, "top(merge(" WIDE "), 1)", NULL, &r),
+                     EMBER_OK);
+    assert_int_equal(ember_query(db, WIDE, NULL, &all), EMBER_OK);
+    assert_int_equal(r->top_limit, 1);
+    assert_int_equal(r->groups[0].prof.nstacks, n + 2);
+    assert_prof_equal(&r->groups[0].prof, &all->groups[0].prof);
+    assert_int_equal(top_rows(r, out, sizeof out), 1);
+    snprintf(text, sizeof text, "%s\n", row);
+    if (strstr(out, head) == NULL || strstr(out, text) == NULL)
+        fail_msg("top(P, 1) over %zu stacks: no '%s' and row '%s' in:\n%s",
+                 n, head, row, out);
+    ember_result_free(r);
+    ember_result_free(all);
+    ember_close(db);
+    tu_rmdir(dir);
+}
+
+static void test_top_wide(void **state)
+{
+    (void)state;
+    check_wide(3000, "for 3000, 99.60% of 3012 total\n",
+               "      3000 99.60% 99.60%       3000 99.60%  hot");
+    /* 99.98% prints as 100%, as pprof rounds */
+    check_wide(70000, "for 70000, 100% of 70012 total\n",
+               "     70000   100%   100%      70000   100%  hot");
 }
 
 /* ---- time ------------------------------------------------------------------------- */
@@ -1313,6 +1352,7 @@ int main(void)
         cmocka_unit_test(test_focus_ignore),
         cmocka_unit_test(test_focus_diff_and_groups),
         cmocka_unit_test(test_top),
+        cmocka_unit_test(test_top_wide),
         cmocka_unit_test(test_time),
         cmocka_unit_test(test_total),
         cmocka_unit_test(test_rate),
