@@ -23,6 +23,7 @@
 #include "engine/engine.h"
 #include "ingest/ingest.h"
 #include "query/query.h"
+#include "proto/profile.pb-c.h"
 #include "common/testutil.h"
 
 #define DATA_DIR "tests/data/pprof"
@@ -30,6 +31,7 @@
 #define SYN_C "syn:alloc:bytes:space:bytes"
 #define CPU "process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta"
 #define HEAP "memory:inuse_space:bytes:space:bytes"
+#define GOR "goroutine:goroutine:count:goroutine:count"
 #define T0 INT64_C(1700000000000)
 #define STEP_MS 10000               /* synthetic profiles every 10 s */
 #define NPOINTS 12
@@ -755,6 +757,211 @@ static void test_top_wide(void **state)
                "     70000   100%   100%      70000   100%  hot");
 }
 
+/* ---- @ T: one instant per source ------------------------------------------------- */
+
+typedef Perftools__Profiles__Profile pb_profile;
+
+/* tests/data/pprof/NAME unpacked (its bytes in *RAW, em_free them). */
+static pb_profile *pb_read(const char *name, void **raw)
+{
+    char path[256];
+    size_t len = 0, plain_len = 0;
+    char *gz;
+    pb_profile *p;
+
+    snprintf(path, sizeof path, "%s/%s", DATA_DIR, name);
+    gz = tu_read_file(path, &len);
+    assert_non_null(gz);
+    assert_int_equal(em_gunzip(gz, len, 1u << 30, raw, &plain_len), 0);
+    free(gz);
+    p = perftools__profiles__profile__unpack(NULL, plain_len, *raw);
+    assert_non_null(p);
+    return p;
+}
+
+/* Imports P (its first N samples) at TIME_MS with label service=SVC. */
+static void pb_import(ember_db *db, pb_profile *p, size_t n, int64_t time_ms,
+                      const char *svc)
+{
+    size_t all = p->n_sample, len;
+    uint8_t *buf;
+    ember_label l = { "service", svc };
+    em_import_opts o = { .sz = sizeof o, .origin = "part.pb", .labels = &l,
+                         .nlabels = 1 };
+
+    p->n_sample = n;
+    p->time_nanos = time_ms * 1000000;
+    len = perftools__profiles__profile__get_packed_size(p);
+    buf = malloc(len + 1);
+    assert_non_null(buf);
+    perftools__profiles__profile__pack(p, buf);
+    p->n_sample = all;
+    if (em_import(db, buf, len, &o, NULL) != EMBER_OK)
+        fail_msg("import at %lld: %s", (long long)time_ms, ember_errmsg(db));
+    free(buf);
+}
+
+/* Moves P's samples without labels first; returns how many there are. */
+static size_t pb_unlabelled_first(pb_profile *p)
+{
+    size_t k = 0;
+
+    for (size_t i = 0; i < p->n_sample; i++)
+        if (p->sample[i]->n_label == 0) {
+            Perftools__Profiles__Sample *t = p->sample[k];
+            p->sample[k++] = p->sample[i];
+            p->sample[i] = t;
+        }
+    return k;
+}
+
+/* The sum of M's values. */
+static int64_t merged_sum(const ember_merged *m)
+{
+    const int64_t *v;
+    size_t n = ember_merged_samples(m, NULL, &v);
+    int64_t sum = 0;
+
+    for (size_t i = 0; i < n; i++)
+        sum += v[i];
+    return sum;
+}
+
+static ember_result *query_db(ember_db *db, const char *text)
+{
+    ember_result *r = NULL;
+
+    if (ember_query(db, text, NULL, &r) != EMBER_OK)
+        fail_msg("%s: %s", text, ember_errmsg(db));
+    return r;
+}
+
+/* The merge of TYPE{service=SVC} over exactly [AT, AT], not empty. */
+static ember_merged *merge_at(ember_db *db, const char *type, const char *svc,
+                             int64_t at)
+{
+    ember_matcher m = { "service", svc, EMBER_MATCH_EQ };
+    ember_selector sel = { .sz = sizeof sel, .type = type, .matchers = &m,
+                           .nmatchers = 1, .from_ms = at, .to_ms = at };
+    ember_merged *want = NULL;
+
+    assert_int_equal(ember_merge(db, &sel, &want), EMBER_OK);
+    assert_true(merged_sum(want) > 0);
+    return want;
+}
+
+/* One `@ T` case: TYPE{service=SVC} @ AT (unix ms, or seconds when
+** SECONDS) is the merge of that source's profiles at exactly WANT. */
+typedef struct at_case {
+    const char *type, *svc;
+    int64_t at;
+    bool seconds;
+    int64_t want;
+} at_case;
+
+static void check_at(ember_db *db, const at_case *c)
+{
+    ember_merged *want = merge_at(db, c->type, c->svc, c->want);
+    ember_result *r;
+    char q[256];
+
+    snprintf(q, sizeof q, "%s{service=\"%s\"} @ %lld", c->type, c->svc,
+             (long long)(c->seconds ? c->at / 1000 : c->at));
+    r = query_db(db, q);
+    assert_int_equal(r->ngroups, 1);
+    if (merged_sum(r->groups[0].merged) != merged_sum(want))
+        fail_msg("%s: %lld, the file at %lld holds %lld", q,
+                 (long long)merged_sum(r->groups[0].merged),
+                 (long long)c->want, (long long)merged_sum(want));
+    assert_merged_equal(r->groups[0].merged, want);
+    ember_result_free(r);
+    ember_merged_free(want);
+}
+
+/* The sum of every point of total(QUERY) on DB, and its point count. */
+static int64_t total_at(ember_db *db, const char *query, size_t *points)
+{
+    ember_result *r = query_db(db, query);
+    int64_t sum = 0;
+
+    *points = 0;
+    for (size_t i = 0; i < r->nseries; i++)
+        for (size_t j = 0; j < r->series[i].n; j++) {
+            sum += (int64_t)r->series[i].values[j];
+            (*points)++;
+        }
+    ember_result_free(r);
+    return sum;
+}
+
+/* A Go heap profile (a numeric sample label, bytes) and a goroutine
+** profile (string labels, worker) imported at three times, the middle one
+** holding only part of the samples (some label sets, so series, absent),
+** plus a second source (service=db) at other times: `@ T` takes, per
+** source, the profiles of the one instant nearest T, never a series'
+** nearest profile from another file. */
+static void test_nearest_sources(void **state)
+{
+    char *dir = tu_tmpdir("query-at");
+    ember_db *db = tu_open(dir, 0);
+    void *hraw = NULL, *graw = NULL;
+    pb_profile *heap = pb_read("heap.pb.gz", &hraw);
+    pb_profile *gor = pb_read("goroutine.pb.gz", &graw);
+    const int64_t t[3] = { T0, T0 + 10000, T0 + 20000 };
+    const at_case cases[] = {
+        /* at, near and around the middle file: the middle file alone */
+        { HEAP, "api", t[1], true, t[1] },
+        { HEAP, "api", t[1] + 4000, false, t[1] },
+        { GOR, "api", t[1] + 4000, false, t[1] },
+        { GOR, "api", t[1] + 5000, false, t[1] },    /* a tie: the earlier */
+        { HEAP, "api", t[2] + 60000, false, t[2] },
+        { HEAP, "db", t[1] + 1000, false, t[1] + 3000 },
+    };
+    size_t half = heap->n_sample / 2, plain = pb_unlabelled_first(gor);
+    size_t points, want_points;
+    ember_result *r;
+    char q[256];
+    int64_t sum;
+
+    (void)state;
+    assert_true(plain > 0 && plain < gor->n_sample);
+    for (int i = 0; i < 3; i++) {
+        pb_import(db, heap, i == 1 ? half : heap->n_sample, t[i], "api");
+        pb_import(db, gor, i == 1 ? plain : gor->n_sample, t[i], "api");
+        pb_import(db, heap, heap->n_sample, t[i] + 3000, "db");
+    }
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        check_at(db, &cases[i]);
+    /* each source its own instant: api at t[1], db at t[1] + 3000 */
+    snprintf(q, sizeof q, "merge by (service) (" HEAP " @ %lld)",
+             (long long)t[1] + 1000);
+    r = query_db(db, q);
+    assert_int_equal(r->ngroups, 2);
+    for (size_t g = 0; g < r->ngroups; g++) {
+        const char *svc = label_of(r->groups[g].labels,
+                                   r->groups[g].nlabels, "service");
+        ember_merged *want = merge_at(db, HEAP, svc, strcmp(svc, "db") == 0 ?
+                                      t[1] + 3000 : t[1]);
+        assert_merged_equal(r->groups[g].merged, want);
+        ember_merged_free(want);
+    }
+    ember_result_free(r);
+    /* series: the points of the one instant, summing to the file's */
+    snprintf(q, sizeof q, "total(" HEAP "{service=\"api\"} @ %lld)",
+             (long long)t[1] + 4000);
+    sum = total_at(db, q, &points);
+    snprintf(q, sizeof q, "total(" HEAP "{service=\"api\"}[1ms] @ %lld)",
+             (long long)t[1]);
+    assert_int_equal(sum, total_at(db, q, &want_points));
+    assert_int_equal(points, want_points);
+    perftools__profiles__profile__free_unpacked(heap, NULL);
+    perftools__profiles__profile__free_unpacked(gor, NULL);
+    em_free(hraw);
+    em_free(graw);
+    ember_close(db);
+    tu_rmdir(dir);
+}
+
 /* ---- time ------------------------------------------------------------------------- */
 
 /* TEXT merges the profiles of SYN_D{pod="p0"} in [FROM, TO], NP of them. */
@@ -1353,6 +1560,7 @@ int main(void)
         cmocka_unit_test(test_focus_diff_and_groups),
         cmocka_unit_test(test_top),
         cmocka_unit_test(test_top_wide),
+        cmocka_unit_test(test_nearest_sources),
         cmocka_unit_test(test_time),
         cmocka_unit_test(test_total),
         cmocka_unit_test(test_rate),
