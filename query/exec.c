@@ -258,8 +258,8 @@ static size_t time_lower(const int64_t *ts, size_t n, int64_t at)
     return lo;
 }
 
-/* True when T is nearer AT than BEST (*HAVE: BEST is set); ties: the
-** earlier time. */
+/* True when T is nearer AT than BEST (unless HAVE, there is no BEST yet);
+** ties: the earlier time. */
 static bool time_nearer(int64_t t, int64_t best, bool have, int64_t at)
 {
     uint64_t dt = em_abs64(em_sub_wrap(t, at));

@@ -919,6 +919,8 @@ static void test_nearest_sources(void **state)
     };
     size_t half = heap->n_sample / 2, plain = pb_unlabelled_first(gor);
     size_t points, want_points;
+    ember_strlist *split = NULL;
+    em_reader *rd = NULL;
     ember_result *r;
     char q[256];
     int64_t sum;
@@ -930,6 +932,14 @@ static void test_nearest_sources(void **state)
         pb_import(db, gor, i == 1 ? plain : gor->n_sample, t[i], "api");
         pb_import(db, heap, heap->n_sample, t[i] + 3000, "db");
     }
+    /* the files' labels were noted as such, the import's own not */
+    assert_int_equal(em_reader_open(db, &rd), EMBER_OK);
+    assert_int_equal(em_reader_split_labels(rd, &split), EMBER_OK);
+    assert_int_equal(ember_strlist_count(split), 2);
+    assert_string_equal(ember_strlist_get(split, 0), "bytes");
+    assert_string_equal(ember_strlist_get(split, 1), "worker");
+    ember_strlist_free(split);
+    em_reader_close(rd);
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         check_at(db, &cases[i]);
     /* each source its own instant: api at t[1], db at t[1] + 3000 */
