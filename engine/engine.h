@@ -251,6 +251,15 @@ int em_reader_totals(em_reader *rd, const ember_selector *sel,
 /* Series I's profile durations (ns), beside ember_totals_series' points. */
 const int64_t *em_totals_durations(const ember_totals *t, size_t i);
 
+/* The label names an import took from the content of its files (pprof
+** sample labels, perf script's comm, pid, tid and event, ...), which split
+** one file's profile into several series at one instant, as a new sorted
+** *OUT (ember_strlist_free); the other labels name a source (`@ T`). */
+int em_reader_split_labels(em_reader *rd, ember_strlist **out);
+/* Notes label NAME (at most 64 bytes) as one taken from a file's content,
+** in TXN (a meta key; see docs/file-format.md, section 12). */
+int em_txn_note_split_label(ember_txn *txn, const char *name);
+
 /* One series a selector selects. */
 typedef struct em_series_info {
     uint32_t id;

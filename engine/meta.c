@@ -50,6 +50,37 @@ EMBER_API void ember_strlist_free(ember_strlist *l)
     em_free(l);
 }
 
+int em_split_labels_read(em_rtxn *r, ember_strlist **out)
+{
+    const size_t plen = sizeof EM_SPLIT_LABEL_PREFIX - 1;
+    MDB_val k = { plen, (void *)EM_SPLIT_LABEL_PREFIX }, d;
+    MDB_cursor *cur = NULL;
+    int rc = EMBER_OK, mrc;
+
+    *out = em_calloc(1, sizeof **out);
+    if (*out == NULL)
+        return em_err(EMBER_ENOMEM, "string list");
+    mrc = mdb_cursor_open(r->txn, r->db->dbi[EM_D_META], &cur);
+    if (mrc == MDB_SUCCESS)
+        mrc = mdb_cursor_get(cur, &k, &d, MDB_SET_RANGE);
+    /* keys sort bytewise: the prefix's keys are one run */
+    while (mrc == MDB_SUCCESS && rc == EMBER_OK && k.mv_size > plen &&
+           memcmp(k.mv_data, EM_SPLIT_LABEL_PREFIX, plen) == 0) {
+        rc = strlist_add(*out, (const char *)k.mv_data + plen,
+                         k.mv_size - plen);
+        mrc = mdb_cursor_get(cur, &k, &d, MDB_NEXT);
+    }
+    if (cur != NULL)
+        mdb_cursor_close(cur);
+    if (rc == EMBER_OK && mrc != MDB_SUCCESS && mrc != MDB_NOTFOUND)
+        rc = em_lmdb(mrc, "meta: split labels");
+    if (rc != EMBER_OK) {
+        ember_strlist_free(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
 /* ---- label names and values ---------------------------------------------------- */
 
 /* A metadata question: the snapshot, the series in scope (NULL: all). */

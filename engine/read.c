@@ -1296,6 +1296,11 @@ ember_snapshot *em_reader_snapshot(em_reader *rd)
     return rd->snap;
 }
 
+int em_reader_split_labels(em_reader *rd, ember_strlist **out)
+{
+    return em_split_labels_read(rd->r, out);
+}
+
 static bool str_same(const char *a, const char *b)
 {
     return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0);

@@ -367,6 +367,13 @@ int em_keep_get(em_rtxn *r, const char *focus, const char *ignore,
 ** query layer's em_reader, engine/read.c). */
 em_rtxn *em_snapshot_rtxn(ember_snapshot *s);
 
+/* Meta keys "split_label:NAME" (section 12 of docs/file-format.md): the
+** label names an import took from a file's content. */
+#define EM_SPLIT_LABEL_PREFIX "split_label:"
+/* The names noted under EM_SPLIT_LABEL_PREFIX in R's snapshot, sorted, as
+** a new *OUT (ember_strlist_free). */
+int em_split_labels_read(em_rtxn *r, ember_strlist **out);
+
 /* ---- chunk keys (write.c, read.c) ------------------------------------------ */
 
 #define EM_CHUNK_KEY_LEN 16

@@ -1003,6 +1003,24 @@ EMBER_API int ember_txn_append(ember_txn *t, const ember_profile *p)
     return txn_result(t, rc);
 }
 
+int em_txn_note_split_label(ember_txn *t, const char *name)
+{
+    char key[sizeof EM_SPLIT_LABEL_PREFIX + EM_MAX_LABEL_NAME];
+    uint64_t v = 0;
+    int rc = txn_usable(t);
+
+    if (rc == EMBER_OK && (name == NULL || name[0] == '\0' ||
+                           strlen(name) > EM_MAX_LABEL_NAME))
+        rc = em_err(EMBER_EINVAL, "split label: bad name");
+    if (rc != EMBER_OK)
+        return rc;
+    snprintf(key, sizeof key, "%s%s", EM_SPLIT_LABEL_PREFIX, name);
+    rc = em_meta_get_u64(t->w.txn, t->db, key, &v);
+    if (rc == EMBER_OK && v == 0)       /* a lookup: most are known */
+        rc = em_meta_put_u64(t->w.txn, t->db, key, 1);
+    return txn_result(t, rc);
+}
+
 /* ---- sealing every head ------------------------------------------------------------------ */
 
 #define EM_SEAL_BATCH 64            /* series sealed per txn */

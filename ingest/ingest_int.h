@@ -74,7 +74,9 @@ void em_label_name_sanitize(const char *in, size_t len,
 ** from the file (names already sanitized). An EXTRA name that BASE or an
 ** earlier EXTRA holds becomes "exported_NAME" (Parca's rule; again while
 ** it still clashes). OUT has room for NBASE + NEXTRA; names made here live
-** in S's arena. EMBER_OK or ENOMEM. */
+** in S's arena. S remembers BASE's names: a profile's other labels came
+** from its file and split it (em_pset_write notes them for `@ T`).
+** EMBER_OK or ENOMEM. */
 int em_labels_join(em_pset *s, const ember_label *base, size_t nbase,
                    const ember_label *extra, size_t nextra, ember_label *out,
                    size_t *nout);

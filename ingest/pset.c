@@ -570,6 +570,8 @@ void em_pset_reset(em_pset *s)
     s->npool = s->nstacks = s->max_depth = 0;
     s->nsamples = s->nprofiles = 0;
     s->bytes_in = 0;
+    s->nbase = 0;                   /* the names lived in the arena */
+    s->joined = false;
 }
 
 void em_pset_free(em_pset *s)
@@ -593,6 +595,7 @@ void em_pset_free(em_pset *s)
     em_hindex_free(&s->stack_index);
     em_free(s->samples);
     em_free(s->profiles);
+    em_free(s->base);
     memset(s, 0, sizeof *s);
 }
 
@@ -636,11 +639,49 @@ static bool label_clash(const ember_label *l, size_t n, const char *name)
 #define EXPORTED_LEN (sizeof EXPORTED - 1)
 #define EXPORTED_TRIES 8
 
+/* True when NAME is one of the import's own label names S remembers. */
+static bool base_name(const em_pset *s, const char *name)
+{
+    for (size_t i = 0; i < s->nbase; i++)
+        if (strcmp(s->base[i], name) == 0)
+            return true;
+    return false;
+}
+
+/* Remembers the names of BASE (the import's labels) in S, each once. */
+static int base_remember(em_pset *s, const ember_label *base, size_t nbase)
+{
+    for (size_t i = 0; i < nbase; i++) {
+        size_t len = strlen(base[i].name);
+        char *copy;
+        if (base_name(s, base[i].name))
+            continue;
+        if (s->nbase == s->cap_base) {
+            size_t cap = s->cap_base ? s->cap_base * 2 : 8;
+            const char **v = em_realloc(s->base, cap * sizeof *v);
+            if (v == NULL)
+                return em_err(EMBER_ENOMEM, "import: %zu label names", cap);
+            s->base = v;
+            s->cap_base = cap;
+        }
+        if ((copy = arena_alloc(s, len + 1)) == NULL)
+            return EMBER_ENOMEM;
+        memcpy(copy, base[i].name, len + 1);
+        s->base[s->nbase++] = copy;
+    }
+    s->joined = true;
+    return EMBER_OK;
+}
+
 int em_labels_join(em_pset *s, const ember_label *base, size_t nbase,
                    const ember_label *extra, size_t nextra, ember_label *out,
                    size_t *nout)
 {
     size_t k = 0;
+    int rc = base_remember(s, base, nbase);
+
+    if (rc != EMBER_OK)
+        return rc;
 
     for (size_t i = 0; i < nbase; i++)
         out[k++] = base[i];
@@ -777,6 +818,18 @@ static size_t samples_sum(ember_sample *p, size_t n)
     return k;
 }
 
+/* Notes P's labels that came from its file (not the import's own). */
+static int note_split(ember_txn *txn, const em_pset *s,
+                      const em_pset_profile *p)
+{
+    int rc = EMBER_OK;
+
+    for (size_t i = 0; s->joined && i < p->nlabels && rc == EMBER_OK; i++)
+        if (!base_name(s, p->labels[i].name))
+            rc = em_txn_note_split_label(txn, p->labels[i].name);
+    return rc;
+}
+
 static int write_profiles(ember_txn *txn, const em_pset *s, pset_ids *w,
                           em_pset_counts *c)
 {
@@ -793,7 +846,8 @@ static int write_profiles(ember_txn *txn, const em_pset *s, pset_ids *w,
         if (p->nsamples == 0)
             continue;
         ep.nsamples = samples_sum(w->samples + w->first[i], p->nsamples);
-        if ((rc = ember_txn_append(txn, &ep)) != EMBER_OK)
+        if ((rc = ember_txn_append(txn, &ep)) != EMBER_OK ||
+            (rc = note_split(txn, s, p)) != EMBER_OK)
             return rc;
         c->profiles++;
         c->samples += ep.nsamples;

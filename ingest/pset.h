@@ -109,6 +109,11 @@ typedef struct em_pset {
     size_t nprofiles, cap_profiles;
     uint64_t bytes_in;          /* input bytes decoded (after gunzip) */
     bool trimmed;               /* em_pset_trim ran: no more adds */
+    bool joined;                /* em_labels_join made the profiles' labels:
+                                ** those not named in base came from the
+                                ** files, and em_pset_write notes them */
+    const char **base;          /* the import's own label names (arena) */
+    size_t nbase, cap_base;
 } em_pset;
 
 /* Each add returns EMBER_OK with *idx set, EMBER_ENOMEM, or EMBER_ELIMIT.
@@ -165,7 +170,8 @@ typedef struct em_pset_counts {
 } em_pset_counts;
 
 /* Interns S's symbols and stacks through TXN and appends its profiles that
-** have samples (each profile's repeated stacks summed). Fails only on what
+** have samples (each profile's repeated stacks summed); notes the label
+** names that came from the files (em_txn_note_split_label). Fails only on what
 ** the engine does (ENOMEM, EIO, ELIMIT of the store); the caller aborts TXN
 ** then. OUT may be NULL. */
 int em_pset_write(ember_txn *txn, const em_pset *s, em_pset_counts *out);

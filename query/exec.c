@@ -13,9 +13,10 @@
 ** costs one lookup, not thirteen; then the remaining stack filters run in
 ** order on the resolved stacks. Groups of a merge by are found from the
 ** selected series' labels once; each group's merge is handed its series
-** ids, so no matcher runs twice. `@ T` without a range picks per series
-** the profile nearest T from the series' totals, then merges exactly
-** those profiles.
+** ids, so no matcher runs twice. `@ T` without a range picks per source
+** (the series' labels without those an import took from a file's content)
+** the one time nearest T from the series' totals, then merges exactly the
+** profiles of that time (em_nearest_times).
 **
 ** Diffs pair the two sides' groups by equal labels and join their stacks
 ** by stack id (both sides are in stack id order), copying frames from the
@@ -223,14 +224,187 @@ static int chain_type(ectx *e, const em_pchain *ch, char **type)
     return rc;
 }
 
-/* Per series of SEL (any range), the time of its profile nearest AT (ties:
-** the earlier): ids ascending in *IDS, times in *TIMES, *N of them. */
-static int nearest_times(ectx *e, const ember_selector *sel, int64_t at,
-               uint32_t **ids, int64_t **times, size_t *n)
+/* ---- @ T: one instant per source --------------------------------------------------- */
+
+/* A selected series while `@ T` picks its source's instant. */
+typedef struct nitem {
+    uint32_t id;
+    const char *type;
+    const ember_label *key;         /* its labels but the split ones */
+    size_t nkey;
+    const int64_t *ts;              /* its profile times, ascending */
+    size_t np;
+} nitem;
+
+static int nitem_cmp(const void *a, const void *b)
+{
+    const nitem *x = a, *y = b;
+    int c = strcmp(x->type != NULL ? x->type : "",
+                   y->type != NULL ? y->type : "");
+
+    return c != 0 ? c : em_labels_cmp(x->key, x->nkey, y->key, y->nkey);
+}
+
+/* The first index of TS (N, ascending) whose time is at least AT. */
+static size_t time_lower(const int64_t *ts, size_t n, int64_t at)
+{
+    size_t lo = 0, hi = n;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ts[mid] < at)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* True when T is nearer AT than BEST (unless HAVE, there is no BEST yet);
+** ties: the earlier time. */
+static bool time_nearer(int64_t t, int64_t best, bool have, int64_t at)
+{
+    uint64_t dt = em_abs64(em_sub_wrap(t, at));
+    uint64_t db = em_abs64(em_sub_wrap(best, at));
+
+    return !have || dt < db || (dt == db && t < best);
+}
+
+/* The time nearest AT over the items [a, b) (each with a profile). */
+static int64_t group_nearest(const nitem *it, size_t a, size_t b, int64_t at)
+{
+    int64_t best = 0;
+    bool have = false;
+
+    for (size_t i = a; i < b; i++) {
+        size_t j = time_lower(it[i].ts, it[i].np, at);
+        if (j < it[i].np && time_nearer(it[i].ts[j], best, have, at)) {
+            best = it[i].ts[j];
+            have = true;
+        }
+        if (j > 0 && time_nearer(it[i].ts[j - 1], best, have, at)) {
+            best = it[i].ts[j - 1];
+            have = true;
+        }
+    }
+    return best;
+}
+
+/* The labels of series SI without the SPLIT names, into KEY. */
+static size_t source_key(const em_series_info *si, const ember_strlist *split,
+                         ember_label *key)
+{
+    size_t k = 0;
+
+    for (size_t i = 0; i < si->nlabels; i++) {
+        bool drop = false;
+        for (size_t j = 0; j < ember_strlist_count(split) && !drop; j++)
+            drop = strcmp(si->labels[i].name,
+                          ember_strlist_get(split, j)) == 0;
+        if (!drop)
+            key[k++] = si->labels[i];
+    }
+    return k;
+}
+
+static int nitem_id_cmp(const void *a, const void *b)
+{
+    const nitem *x = a, *y = b;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+/* Fills *ITEMS (and the KEYS behind them) with the series of SET that
+** have a profile in T, keyed by source, sorted by source. */
+static int nearest_items(ectx *e, const em_series_set *set,
+                         const ember_totals *t, nitem **items,
+                         ember_label **keys, size_t *n)
+{
+    size_t nt = ember_totals_count(t), used = 0;
+    ember_strlist *split = NULL;
+    int rc = em_reader_split_labels(e->rd, &split);
+
+    *n = 0;
+    *items = em_malloc(nt * sizeof **items + 1);
+    *keys = em_malloc(set->nlabels * sizeof **keys + 1);
+    if (rc == EMBER_OK && (*items == NULL || *keys == NULL))
+        rc = em_err(EMBER_ENOMEM, "query: sources of %zu series", nt);
+    for (size_t i = 0; rc == EMBER_OK && i < nt; i++) {
+        nitem *it = &(*items)[*n];
+        size_t lo = 0, hi = set->n;
+        ember_totals_series(t, i, &it->id, &it->ts, NULL, &it->np);
+        while (lo < hi) {                   /* the set is by series id */
+            size_t mid = lo + (hi - lo) / 2;
+            if (set->v[mid].id < it->id)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (it->np == 0 || lo == set->n || set->v[lo].id != it->id)
+            continue;
+        it->type = set->v[lo].type;
+        it->key = *keys + used;
+        it->nkey = source_key(&set->v[lo], split, *keys + used);
+        used += it->nkey;
+        (*n)++;
+    }
+    if (rc == EMBER_OK)
+        em_sort(*items, *n, sizeof **items, nitem_cmp);
+    ember_strlist_free(split);
+    return rc;
+}
+
+int em_nearest_times(ectx *e, const em_series_set *set,
+                     const ember_totals *t, int64_t at, uint32_t **ids,
+                     int64_t **times, size_t *n)
+{
+    nitem *it = NULL;
+    ember_label *keys = NULL;
+    size_t ni = 0, k = 0;
+    int rc = nearest_items(e, set, t, &it, &keys, &ni);
+
+    *ids = NULL;
+    *times = NULL;
+    *n = 0;
+    for (size_t a = 0, b; rc == EMBER_OK && a < ni; a = b) {
+        int64_t best;
+        for (b = a + 1; b < ni && nitem_cmp(&it[a], &it[b]) == 0; b++)
+            ;
+        best = group_nearest(it, a, b, at);
+        for (size_t i = a; i < b; i++) {        /* at exactly that instant */
+            size_t j = time_lower(it[i].ts, it[i].np, best);
+            if (j < it[i].np && it[i].ts[j] == best)
+                it[k++] = (nitem){ .id = it[i].id, .ts = &it[i].ts[j] };
+        }
+    }
+    em_sort(it, k, sizeof *it, nitem_id_cmp);
+    if (rc == EMBER_OK && ((*ids = em_malloc(k * sizeof **ids + 1)) == NULL ||
+                           (*times = em_malloc(k * sizeof **times + 1)) ==
+                           NULL))
+        rc = em_err(EMBER_ENOMEM, "query: %zu nearest profiles", k);
+    for (size_t i = 0; rc == EMBER_OK && i < k; i++) {
+        (*ids)[i] = it[i].id;
+        (*times)[i] = it[i].ts[0];
+    }
+    if (rc == EMBER_OK)
+        *n = k;
+    else {
+        em_free(*ids);
+        em_free(*times);
+        *ids = NULL;
+        *times = NULL;
+    }
+    em_free(it);
+    em_free(keys);
+    return rc;
+}
+
+/* em_nearest_times for the series SET of SEL, over all time. */
+static int nearest_times(ectx *e, const ember_selector *sel,
+                         const em_series_set *set, int64_t at,
+                         uint32_t **ids, int64_t **times, size_t *n)
 {
     ember_selector all = *sel;
     ember_totals *t = NULL;
-    size_t ns, k = 0;
     int rc;
 
     *ids = NULL;
@@ -238,36 +412,10 @@ static int nearest_times(ectx *e, const ember_selector *sel, int64_t at,
     *n = 0;
     all.from_ms = all.to_ms = 0;
     all.focus = all.ignore = NULL;
-    if ((rc = em_reader_totals(e->rd, &all, &t)) != EMBER_OK)
-        return rc;
-    ns = ember_totals_count(t);
-    *ids = em_malloc(ns * sizeof **ids + 1);
-    *times = em_malloc(ns * sizeof **times + 1);
-    if (*ids == NULL || *times == NULL) {
-        ember_totals_free(t);
-        em_free(*ids);
-        em_free(*times);
-        *ids = NULL;
-        *times = NULL;
-        return em_err(EMBER_ENOMEM, "query: %zu nearest profiles", ns);
-    }
-    for (size_t i = 0; i < ns; i++) {
-        const int64_t *ts;
-        size_t np, best = 0;
-        uint32_t id;
-        ember_totals_series(t, i, &id, &ts, NULL, &np);
-        if (np == 0)
-            continue;
-        for (size_t j = 1; j < np; j++)     /* by time: '<' keeps the earlier */
-            if (em_abs64(em_sub_wrap(ts[j], at)) <
-                em_abs64(em_sub_wrap(ts[best], at)))
-                best = j;
-        (*ids)[k] = id;
-        (*times)[k++] = ts[best];
-    }
-    *n = k;
+    if ((rc = em_reader_totals(e->rd, &all, &t)) == EMBER_OK)
+        rc = em_nearest_times(e, set, t, at, ids, times, n);
     ember_totals_free(t);
-    return EMBER_OK;
+    return rc;
 }
 
 /* Adds series ID's profiles at exactly time T to the reader's merge. */
@@ -431,77 +579,16 @@ static int filter_frames(wgroup *g, const em_regex *re, bool show)
     return EMBER_OK;
 }
 
-typedef struct flat_fn {
-    uint32_t fn;
-    uint64_t mag;                   /* |flat| */
-    const char *name;
-} flat_fn;
-
-static int flat_cmp(const void *a, const void *b)
-{
-    const flat_fn *x = a, *y = b;
-
-    if (x->mag != y->mag)
-        return x->mag < y->mag ? 1 : -1;
-    return strcmp(x->name, y->name);
-}
-
-/* top(P, N): the stacks whose leaf is among the N functions of largest
-** |flat| (a diff's flat is its change), ties by name as the top renderer
-** orders rows. */
-static int filter_top(wgroup *g, size_t n)
-{
-    em_rprofile *p = &g->prof;
-    int64_t *flat = em_calloc(p->names.count + 1, sizeof *flat);
-    uint8_t *leaf = em_calloc(p->names.count + 1, 1);
-    flat_fn *order = em_malloc((p->names.count + 1) * sizeof *order);
-    bool *keep = em_malloc(p->nstacks * sizeof *keep + 1);
-    size_t nleaf = 0;
-    int rc = EMBER_OK;
-
-    if (flat == NULL || leaf == NULL || order == NULL || keep == NULL) {
-        rc = em_err(EMBER_ENOMEM, "query: top of %zu stacks", p->nstacks);
-        goto out;
-    }
-    for (size_t i = 0; i < p->nstacks; i++) {
-        const em_rstack *s = &p->stacks[i];
-        uint32_t fn;
-        if (s->nframes == 0)
-            continue;
-        fn = p->frames[s->first].fn;
-        flat[fn] = em_add_wrap(flat[fn], em_sub_wrap(s->value, s->base));
-        if (!leaf[fn]++)
-            order[nleaf++] = (flat_fn){ fn, 0, em_strtab_get(&p->names, fn) };
-    }
-    for (size_t i = 0; i < nleaf; i++)
-        order[i].mag = em_abs64(flat[order[i].fn]);
-    em_sort(order, nleaf, sizeof *order, flat_cmp);
-    memset(leaf, 0, p->names.count + 1);
-    for (size_t i = 0; i < nleaf && i < n; i++)
-        leaf[order[i].fn] = 1;
-    for (size_t i = 0; i < p->nstacks; i++)
-        keep[i] = p->stacks[i].nframes > 0 &&
-                  leaf[p->frames[p->stacks[i].first].fn];
-    group_compact(g, keep);
-out:
-    em_free(flat);
-    em_free(leaf);
-    em_free(order);
-    em_free(keep);
-    return rc;
-}
-
 /* Applies the filters the engine did not apply, in order. */
 static int group_filter(wgroup *g, const em_pop *ops, size_t nops)
 {
     int rc = EMBER_OK;
 
     for (size_t i = 0; i < nops && rc == EMBER_OK; i++) {
-        if (ops[i].pushed)
+        /* a top keeps every stack: it only limits rows (top_limit) */
+        if (ops[i].pushed || ops[i].op == EM_OP_TOP)
             continue;
-        if (ops[i].op == EM_OP_TOP)
-            rc = filter_top(g, ops[i].n);
-        else if (ops[i].op == EM_OP_HIDE || ops[i].op == EM_OP_SHOW)
+        if (ops[i].op == EM_OP_HIDE || ops[i].op == EM_OP_SHOW)
             rc = filter_frames(g, ops[i].re, ops[i].op == EM_OP_SHOW);
         else
             rc = filter_regex(g, ops[i].re, ops[i].op == EM_OP_FOCUS);
@@ -670,7 +757,7 @@ static int chain_grouped(ectx *e, const em_pchain *ch,
     int rc = em_reader_series(e->rd, view, &set);
 
     if (rc == EMBER_OK && ch->sel.nearest)
-        rc = nearest_times(e, view, ch->sel.at, &nids, &ntimes, &nn);
+        rc = nearest_times(e, view, &set, ch->sel.at, &nids, &ntimes, &nn);
     if (rc == EMBER_OK)
         rc = group_items(ch, &set, &items, &keys);
     for (size_t a = 0, b; rc == EMBER_OK && a < set.n; a = b) {
@@ -1066,10 +1153,35 @@ int em_type_unit(const char *type, char **unit)
 }
 
 /* True when chain CH's groups may stay unresolved: the caller asked for
-** stack ids only and no filter left after the engine's needs names. */
+** stack ids only and no filter left after the engine's needs names (a top
+** filters nothing). */
 static bool ids_only(const ectx *e, const em_pchain *ch)
 {
-    return (e->flags & EM_QUERY_IDS_ONLY) != 0 && ch->nops == 0;
+    for (size_t i = 0; i < ch->nops; i++)
+        if (!ch->ops[i].pushed && ch->ops[i].op != EM_OP_TOP)
+            return false;
+    return (e->flags & EM_QUERY_IDS_ONLY) != 0;
+}
+
+/* The smallest N of the tops in OPS, or LIMIT when smaller (0: none). */
+static size_t ops_top_limit(const em_pop *ops, size_t nops, size_t limit)
+{
+    for (size_t i = 0; i < nops; i++)
+        if (ops[i].op == EM_OP_TOP && (limit == 0 || ops[i].n < limit))
+            limit = ops[i].n;
+    return limit;
+}
+
+/* The row limit of P's result: top(top(P, 5), 3) shows 3 rows, and so
+** does top(top(P, 3), 5); a top on either side of a diff limits the diff. */
+static size_t plan_top_limit(const em_plan *p)
+{
+    size_t limit = ops_top_limit(p->a.ops, p->a.nops, 0);
+
+    limit = ops_top_limit(p->post, p->npost, limit);
+    if (p->kind == EMBER_RESULT_DIFF)
+        limit = ops_top_limit(p->b.ops, p->b.nops, limit);
+    return limit;
 }
 
 /* Gives each group of S an empty profile of S's type in place of its
@@ -1104,7 +1216,7 @@ static int exec_profiles(ectx *e, const em_plan *p, ember_result *r)
         rc = groups_move(&s, r);
     if (rc == EMBER_OK)
         rc = em_type_unit(r->type, &r->unit);
-    r->top_limit = p->top_limit;
+    r->top_limit = plan_top_limit(p);
     gset_free(&s);
     return rc;
 }

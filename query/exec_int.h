@@ -56,6 +56,17 @@ void em_chain_view(const em_pchain *ch, const char *type,
                    ember_selector *out);
 void em_exec_range(ectx *e, const em_psel *ps);
 
+/* `@ T` (docs/query-language.md, 6.4): the series of SET (T holds their
+** profile times over all time) grouped by source, a source being a type
+** and the labels but those an import took from a file's content (the
+** series one file split into share them); per source the one time nearest
+** AT among its series' profiles (ties: the earlier), and the series with
+** a profile at exactly that time: their ids ascending in *IDS, the time in
+** *TIMES, *N of them. */
+int em_nearest_times(ectx *e, const em_series_set *set,
+                     const ember_totals *t, int64_t at, uint32_t **ids,
+                     int64_t **times, size_t *n);
+
 /* Series and tables (exec_series.c): fill R from PLAN. */
 int em_exec_series(ectx *e, const em_plan *plan, ember_result *r);
 int em_exec_table(ectx *e, const em_plan *plan, ember_result *r);

@@ -176,21 +176,10 @@ static size_t set_find(const em_series_set *set, uint32_t id)
     return set->n;
 }
 
-/* Index of the point of TS (N > 0, ascending) nearest AT; ties: earlier. */
-static size_t nearest_point(const int64_t *ts, size_t n, int64_t at)
-{
-    size_t best = 0;
-
-    for (size_t j = 1; j < n; j++)
-        if (em_abs64(em_sub_wrap(ts[j], at)) <
-            em_abs64(em_sub_wrap(ts[best], at)))
-            best = j;
-    return best;
-}
-
-/* Series I of totals T as a new series of OUT (INFO: its labels). */
+/* Series I of totals T as a new series of OUT (INFO: its labels); AT
+** (`@ T`: its source's instant, else NULL) keeps the points at that time. */
 static int total_series(ectx *e, const ember_totals *t, size_t i,
-                        const em_series_info *info, const em_psel *ps,
+                        const em_series_info *info, const int64_t *at,
                         sset *out)
 {
     const int64_t *ts, *vs, *ds = em_totals_durations(t, i);
@@ -199,9 +188,12 @@ static int total_series(ectx *e, const ember_totals *t, size_t i,
     int rc;
 
     ember_totals_series(t, i, NULL, &ts, &vs, &n);
-    if (ps->nearest && n > 0) {
-        first = nearest_point(ts, n, ps->at);
-        n = 1;
+    if (at != NULL) {
+        while (first < n && ts[first] < *at)
+            first++;
+        while (n > first && ts[n - 1] > *at)
+            n--;
+        n -= first;
     }
     if ((rc = sset_push(out, n, true, &w)) != EMBER_OK)
         return rc;
@@ -226,6 +218,9 @@ static int exec_total(ectx *e, const em_plan *p, int64_t step, sset *out)
     em_series_set set = { 0 };
     ember_totals *t = NULL;
     ember_selector view;
+    uint32_t *nids = NULL;
+    int64_t *ntimes = NULL;
+    size_t nn = 0;
     int rc;
 
     em_exec_range(e, &ch->sel);
@@ -235,18 +230,32 @@ static int exec_total(ectx *e, const em_plan *p, int64_t step, sset *out)
     rc = em_reader_series(e->rd, &view, &set);
     if (rc == EMBER_OK)
         rc = em_reader_totals(e->rd, &view, &t);
+    if (rc == EMBER_OK && ch->sel.nearest)
+        rc = em_nearest_times(e, &set, t, ch->sel.at, &nids, &ntimes, &nn);
     for (size_t i = 0; rc == EMBER_OK && i < ember_totals_count(t); i++) {
         uint32_t id;
-        size_t k, n;
+        size_t k, n, j = 0, hi = nn;
         ember_totals_series(t, i, &id, NULL, NULL, &n);
         if (n == 0 || (k = set_find(&set, id)) == set.n)
             continue;
-        rc = total_series(e, t, i, &set.v[k], &ch->sel, out);
+        while (j < hi) {                    /* nids ascending */
+            size_t mid = j + (hi - j) / 2;
+            if (nids[mid] < id)
+                j = mid + 1;
+            else
+                hi = mid;
+        }
+        if (ch->sel.nearest && (j == nn || nids[j] != id))
+            continue;                       /* nothing at its instant */
+        rc = total_series(e, t, i, &set.v[k],
+                          ch->sel.nearest ? &ntimes[j] : NULL, out);
         if (rc == EMBER_OK && step > 0)
             bucket_sum(&out->v[out->n - 1], ch->sel.bucket_from, step);
     }
     if (rc == EMBER_OK)
         em_sort(out->v, out->n, sizeof *out->v, wser_cmp);
+    em_free(nids);
+    em_free(ntimes);
     ember_totals_free(t);
     em_series_set_free(&set);
     return rc;

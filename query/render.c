@@ -62,12 +62,18 @@ static size_t row_limit(const ember_result *r, const em_render_opts *o)
     return o->limit != 0 ? o->limit : r->top_limit;
 }
 
+/* A row limit is pprof's -nodecount, which comes with pprof's default
+** trimming (-nodefraction=0.005, -edgefraction=0.001): top(P, N) prints
+** what `go tool pprof -top -nodecount=N` prints. Without one every
+** function is listed (-nodefraction=0). */
 static int group_top(FILE *f, const em_rprofile *p, const ember_result *r,
                      const em_render_opts *o)
 {
+    size_t limit = row_limit(r, o);
     em_top_opts t = { .sz = sizeof t, .cum_sort = o->cum_sort,
-                      .limit = row_limit(r, o), .unit = o->unit,
-                      .color = o->color };
+                      .limit = limit, .unit = o->unit, .color = o->color,
+                      .node_fraction = limit > 0 ? 0.005 : 0,
+                      .edge_fraction = limit > 0 ? 0.001 : 0 };
     return em_render_top(f, p, &t);
 }
 

@@ -16,7 +16,11 @@
 #      -raw sees in the export are those of the original, and every
 #      function is a frame of `ember query -o collapsed`;
 #   d. labels: TYPE{worker="V"} equals go tool pprof -tagfocus=worker=V,
-#      for every worker value profgen set, and is less than the whole.
+#      for every worker value profgen set, and is less than the whole;
+#   e. top(merge(TYPE{}), N) -o top over 24 CPU profiles is, line for line
+#      from "Showing nodes accounting for" on, go tool pprof -top
+#      -nodecount=N over the same files (N = 1, 3, 10, 20): the same rows,
+#      percentages of the whole total, "Dropped" and "Showing top" lines.
 # The profgen binary and its profiles are cached in $BUILD/go-data (or an
 # up-to-date build/go-data is reused, so the ASan pass need not regenerate).
 # Without go the test fails: it never passes by skipping.
@@ -48,7 +52,7 @@ export HOME="${HOME:-$tmp}"
 # ---- the profiles, generated once per version of profgen ------------------
 
 src=tests/go/profgen/main.go
-stamp="v1 $(cksum < "$src")"
+stamp="v2 $(cksum < "$src")"
 data=$BUILD/go-data
 fresh() { [ "$(cat "$1/stamp" 2> /dev/null)" = "$stamp" ]; }
 if ! fresh "$data" && fresh build/go-data; then
@@ -63,10 +67,15 @@ if ! fresh "$data"; then
         die "profgen three"
     mkdir "$data/three"
     mv "$tmp"/three/cpu-*.pb.gz "$data/three/"
+    "$data/profgen" -out "$tmp/many" -n 24 -cpu 150ms -seed 11 ||
+        die "profgen many"
+    mkdir "$data/many"
+    mv "$tmp"/many/cpu-*.pb.gz "$data/many/"
     echo "$stamp" > "$data/stamp"
 fi
 one=$data/one
 three=$data/three
+many=$data/many
 for f in cpu heap mutex block goroutine; do
     [ -s "$one/$f.pb.gz" ] || die "profgen wrote no $one/$f.pb.gz"
 done
@@ -235,6 +244,31 @@ for st in samples cpu; do
     else
         fail "b: $t: merged export failed: $(tail -1 "$tmp/ember.log")"
     fi
+done
+
+# ---- e. top(P, N) against -nodecount=N, over many CPU profiles --------------
+
+# The report from its "Showing nodes accounting for" line on.
+from_showing() { sed -n '/^Showing nodes accounting for /,$p'; }
+
+$EMBER import -d "$tmp/dbm" "$many" > "$tmp/imp" 2>&1 ||
+    die "ember import $many: $(cat "$tmp/imp")"
+for st in samples cpu; do
+    case $st in samples) t=process_cpu:samples:count ;;
+                cpu) t=process_cpu:cpu:nanoseconds ;; esac
+    t=$t:cpu:nanoseconds:delta
+    for n in 1 3 10 20; do
+        w=$tmp/many-$st-$n
+        pc_pprof -top -nodecount="$n" -sample_index=$st "$many"/cpu-*.pb.gz |
+            from_showing > "$w.want"
+        $EMBER query -d "$tmp/dbm" -o top "top(merge($t{}), $n)" \
+            2>> "$tmp/ember.log" | from_showing > "$w.got"
+        checks=$((checks + 1))
+        if [ ! -s "$w.want" ] || ! cmp -s "$w.want" "$w.got"; then
+            fail "e: top(merge($t{}), $n) against -nodecount=$n:" \
+                 "$(diff "$w.want" "$w.got" | head -20)"
+        fi
+    done
 done
 
 if [ "$failures" -gt 0 ]; then

@@ -23,6 +23,7 @@
 #include "engine/engine.h"
 #include "ingest/ingest.h"
 #include "query/query.h"
+#include "proto/profile.pb-c.h"
 #include "common/testutil.h"
 
 #define DATA_DIR "tests/data/pprof"
@@ -30,6 +31,7 @@
 #define SYN_C "syn:alloc:bytes:space:bytes"
 #define CPU "process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta"
 #define HEAP "memory:inuse_space:bytes:space:bytes"
+#define GOR "goroutine:goroutine:count:goroutine:count"
 #define T0 INT64_C(1700000000000)
 #define STEP_MS 10000               /* synthetic profiles every 10 s */
 #define NPOINTS 12
@@ -629,101 +631,355 @@ static void test_focus_diff_and_groups(void **state)
     ember_result_free(r);
 }
 
-typedef struct flat_row {
-    const char *name;
-    int64_t flat;
-} flat_row;
-
-static int flat_row_cmp(const void *a, const void *b)
+/* TEXT (a top of WANT's query) keeps every stack of WANT and limits rows
+** to N: top(P, N) changes how many rows top and tree show, never P. */
+static void check_top(const char *text, const char *want, size_t n)
 {
-    const flat_row *x = a, *y = b;
-    int64_t fx_ = llabs(x->flat), fy = llabs(y->flat);
-
-    if (fx_ != fy)
-        return fx_ < fy ? 1 : -1;
-    return strcmp(x->name, y->name);
-}
-
-/* The leaf names of the N functions of largest |flat| in P. */
-static size_t top_names(const em_rprofile *p, size_t n, const char **out)
-{
-    flat_row rows[512];
-    size_t nr = 0;
-
-    for (size_t i = 0; i < p->nstacks; i++) {
-        const char *leaf;
-        size_t k;
-        if (p->stacks[i].nframes == 0)
-            continue;
-        leaf = em_strtab_get(&p->names, p->frames[p->stacks[i].first].fn);
-        for (k = 0; k < nr && strcmp(rows[k].name, leaf) != 0; k++)
-            ;
-        if (k == nr) {
-            assert_true(nr < 512);
-            rows[nr++] = (flat_row){ leaf, 0 };
-        }
-        rows[k].flat += p->stacks[i].value - p->stacks[i].base;
-    }
-    qsort(rows, nr, sizeof *rows, flat_row_cmp);
-    for (size_t i = 0; i < n && i < nr; i++)
-        out[i] = rows[i].name;
-    return n < nr ? n : nr;
-}
-
-static void check_top(const char *text, const em_rprofile *full, size_t n)
-{
-    ember_result *r = query(text);
-    const em_rprofile *got = &r->groups[0].prof;
-    const char *names[64];
-    size_t nn = top_names(full, n, names), k = 0;
-    char a[4096], b[4096];
+    ember_result *r = query(text), *w = query(want);
 
     assert_int_equal(r->top_limit, n);
-    for (size_t i = 0; i < full->nstacks; i++) {
-        const char *leaf;
-        bool keep = false;
-        if (full->stacks[i].nframes == 0)
-            continue;
-        leaf = em_strtab_get(&full->names,
-                             full->frames[full->stacks[i].first].fn);
-        for (size_t j = 0; j < nn; j++)
-            keep |= strcmp(names[j], leaf) == 0;
-        if (!keep)
-            continue;
-        assert_true(k < got->nstacks);
-        assert_string_equal(stack_key(got, k, a, sizeof a),
-                            stack_key(full, i, b, sizeof b));
-        assert_int_equal(got->stacks[k].base, full->stacks[i].base);
-        assert_int_equal(got->stacks[k++].value, full->stacks[i].value);
+    assert_int_equal(ember_result_kind(r), ember_result_kind(w));
+    assert_int_equal(r->ngroups, w->ngroups);
+    for (size_t g = 0; g < r->ngroups; g++) {
+        assert_prof_equal(&r->groups[g].prof, &w->groups[g].prof);
+        assert_merged_equal(r->groups[g].merged, w->groups[g].merged);
     }
-    assert_int_equal(k, got->nstacks);
+    ember_result_free(w);
     ember_result_free(r);
+}
+
+/* The rows of R rendered as top: the lines after the column header. */
+static size_t top_rows(const ember_result *r, char *buf, size_t cap)
+{
+    FILE *f = fmemopen(buf, cap, "w");
+    const char *l;
+    size_t rows = 0;
+
+    assert_non_null(f);
+    assert_int_equal(em_render_result(f, r, "top", NULL), EMBER_OK);
+    fclose(f);
+    l = strstr(buf, " flat%   sum%");
+    assert_non_null(l);
+    for (l = strchr(l, '\n'); l != NULL && l[1] != '\0';
+         l = strchr(l + 1, '\n'))
+        rows++;
+    return rows;
 }
 
 static void test_top(void **state)
 {
-    ember_matcher cpu = { "source", "cpu", EMBER_MATCH_EQ };
-    ember_merged *m = merge_of(SYN_D, NULL, 0);
-    ember_result *d;
-    em_rprofile full;
+    ember_result *r;
+    char out[16384];
 
     (void)state;
-    build(m, SYN_D, &full);
-    check_top("top(" SYN_D ", 1)", &full, 1);
-    check_top("top(" SYN_D ", 2)", &full, 2);
-    check_top("top(" SYN_D ", 100)", &full, 100);
-    em_rprofile_free(&full);
-    ember_merged_free(m);
-    m = merge_of(CPU, &cpu, 1);
-    build(m, CPU, &full);
-    check_top("top(" CPU "{source=\"cpu\"}, 5)", &full, 5);
-    em_rprofile_free(&full);
-    ember_merged_free(m);
-    /* on a diff: the largest changes */
-    d = query("diff(" SYN_D "{pod=\"p0\"}, " SYN_D "{pod=\"p3\"})");
+    check_top("top(" SYN_D ", 1)", SYN_D, 1);
+    check_top("top(" SYN_D ", 2)", SYN_D, 2);
+    check_top("top(" SYN_D ", 100)", SYN_D, 100);
+    check_top("top(" CPU "{source=\"cpu\"}, 5)", CPU "{source=\"cpu\"}", 5);
+    check_top("top(merge by (zone) (" SYN_D "), 2)",
+              "merge by (zone) (" SYN_D ")", 2);
+    /* nested: the smallest limit wins, filters still filter */
+    check_top("top(top(" SYN_D ", 5), 3)", SYN_D, 3);
+    check_top("top(top(" SYN_D ", 3), 5)", SYN_D, 3);
+    check_top("focus(top(" SYN_D ", 3), \"mid_x\")",
+              "focus(" SYN_D ", \"mid_x\")", 3);
+    check_top("ignore(top(focus(" SYN_D ", \"main\"), 4), \"leaf_a\")",
+              "ignore(focus(" SYN_D ", \"main\"), \"leaf_a\")", 4);
+    /* on a diff: the whole diff, the N largest changes shown */
     check_top("top(diff(" SYN_D "{pod=\"p0\"}, " SYN_D "{pod=\"p3\"}), 2)",
-              &d->groups[0].prof, 2);
-    ember_result_free(d);
+              "diff(" SYN_D "{pod=\"p0\"}, " SYN_D "{pod=\"p3\"})", 2);
+    check_top("diff(top(" SYN_D "{pod=\"p0\"}, 3), " SYN_D "{pod=\"p3\"})",
+              "diff(" SYN_D "{pod=\"p0\"}, " SYN_D "{pod=\"p3\"})", 3);
+    /* the renderer shows N rows of the whole profile: 100% is its total */
+    r = query("top(" SYN_D ", 2)");
+    assert_int_equal(top_rows(r, out, sizeof out), 2);
+    if (strstr(out, "Showing top 2 nodes out of 9\n") == NULL)
+        fail_msg("top(P, 2):\n%s", out);
+    ember_result_free(r);
+    r = query(SYN_D);
+    assert_int_equal(top_rows(r, out, sizeof out), 9);
+    ember_result_free(r);
+}
+
+#define WIDE "wide:samples:count:samples:count"
+
+/* A collapsed profile of N stacks ending in "hot", each a distinct path of
+** a and b frames below main (few names, many stacks), plus "main;cold 7"
+** and "main;a;warm 5": imported into a new database at DIR. */
+static ember_db *wide_db(const char *dir, size_t n)
+{
+    ember_db *db = tu_open(dir, 0);
+    size_t cap = n * 48 + 64, len = 0;
+    char *buf = malloc(cap);
+    em_import_opts o = { .sz = sizeof o, .origin = "wide.txt",
+                         .type = WIDE, .format = EM_FORMAT_COLLAPSED };
+
+    assert_non_null(buf);
+    for (size_t i = 0; i < n; i++) {
+        len += (size_t)snprintf(buf + len, cap - len, "main");
+        for (size_t b = i; b > 0; b >>= 1)
+            len += (size_t)snprintf(buf + len, cap - len, ";%c",
+                                    b & 1 ? 'b' : 'a');
+        len += (size_t)snprintf(buf + len, cap - len, ";hot 1\n");
+    }
+    len += (size_t)snprintf(buf + len, cap - len, "main;cold 7\n"
+                            "main;a;warm 5\n");
+    if (em_import(db, buf, len, &o, NULL) != EMBER_OK)
+        fail_msg("import: %s", ember_errmsg(db));
+    free(buf);
+    return db;
+}
+
+/* top(P, 1) over N stacks sharing one leaf (past 256 and 65,536 of them
+** the old per-leaf counter wrapped and wrote past its array): the whole
+** profile, and one row, hot's, of the whole total. */
+static void check_wide(size_t n, const char *head, const char *row)
+{
+    char *dir = tu_tmpdir("query-top");
+    ember_db *db = wide_db(dir, n);
+    ember_result *r = NULL, *all = NULL;
+    char out[4096], text[128];
+
+    assert_int_equal(ember_query(db, "top(merge(" WIDE "), 1)", NULL, &r),
+                     EMBER_OK);
+    assert_int_equal(ember_query(db, WIDE, NULL, &all), EMBER_OK);
+    assert_int_equal(r->top_limit, 1);
+    assert_int_equal(r->groups[0].prof.nstacks, n + 2);
+    assert_prof_equal(&r->groups[0].prof, &all->groups[0].prof);
+    assert_int_equal(top_rows(r, out, sizeof out), 1);
+    snprintf(text, sizeof text, "%s\n", row);
+    if (strstr(out, head) == NULL || strstr(out, text) == NULL)
+        fail_msg("top(P, 1) over %zu stacks: no '%s' and row '%s' in:\n%s",
+                 n, head, row, out);
+    ember_result_free(r);
+    ember_result_free(all);
+    ember_close(db);
+    tu_rmdir(dir);
+}
+
+static void test_top_wide(void **state)
+{
+    (void)state;
+    check_wide(3000, "for 3000, 99.60% of 3012 total\n",
+               "      3000 99.60% 99.60%       3000 99.60%  hot");
+    /* 99.98% prints as 100%, as pprof rounds */
+    check_wide(70000, "for 70000, 100% of 70012 total\n",
+               "     70000   100%   100%      70000   100%  hot");
+}
+
+/* ---- @ T: one instant per source ------------------------------------------------- */
+
+typedef Perftools__Profiles__Profile pb_profile;
+
+/* tests/data/pprof/NAME unpacked (its bytes in *RAW, em_free them). */
+static pb_profile *pb_read(const char *name, void **raw)
+{
+    char path[256];
+    size_t len = 0, plain_len = 0;
+    char *gz;
+    pb_profile *p;
+
+    snprintf(path, sizeof path, "%s/%s", DATA_DIR, name);
+    gz = tu_read_file(path, &len);
+    assert_non_null(gz);
+    assert_int_equal(em_gunzip(gz, len, 1u << 30, raw, &plain_len), 0);
+    free(gz);
+    p = perftools__profiles__profile__unpack(NULL, plain_len, *raw);
+    assert_non_null(p);
+    return p;
+}
+
+/* Imports P (its first N samples) at TIME_MS with label service=SVC. */
+static void pb_import(ember_db *db, pb_profile *p, size_t n, int64_t time_ms,
+                      const char *svc)
+{
+    size_t all = p->n_sample, len;
+    uint8_t *buf;
+    ember_label l = { "service", svc };
+    em_import_opts o = { .sz = sizeof o, .origin = "part.pb", .labels = &l,
+                         .nlabels = 1 };
+
+    p->n_sample = n;
+    p->time_nanos = time_ms * 1000000;
+    len = perftools__profiles__profile__get_packed_size(p);
+    buf = malloc(len + 1);
+    assert_non_null(buf);
+    perftools__profiles__profile__pack(p, buf);
+    p->n_sample = all;
+    if (em_import(db, buf, len, &o, NULL) != EMBER_OK)
+        fail_msg("import at %lld: %s", (long long)time_ms, ember_errmsg(db));
+    free(buf);
+}
+
+/* Moves P's samples without labels first; returns how many there are. */
+static size_t pb_unlabelled_first(pb_profile *p)
+{
+    size_t k = 0;
+
+    for (size_t i = 0; i < p->n_sample; i++)
+        if (p->sample[i]->n_label == 0) {
+            Perftools__Profiles__Sample *t = p->sample[k];
+            p->sample[k++] = p->sample[i];
+            p->sample[i] = t;
+        }
+    return k;
+}
+
+/* The sum of M's values. */
+static int64_t merged_sum(const ember_merged *m)
+{
+    const int64_t *v;
+    size_t n = ember_merged_samples(m, NULL, &v);
+    int64_t sum = 0;
+
+    for (size_t i = 0; i < n; i++)
+        sum += v[i];
+    return sum;
+}
+
+static ember_result *query_db(ember_db *db, const char *text)
+{
+    ember_result *r = NULL;
+
+    if (ember_query(db, text, NULL, &r) != EMBER_OK)
+        fail_msg("%s: %s", text, ember_errmsg(db));
+    return r;
+}
+
+/* The merge of TYPE{service=SVC} over exactly [AT, AT], not empty. */
+static ember_merged *merge_at(ember_db *db, const char *type, const char *svc,
+                             int64_t at)
+{
+    ember_matcher m = { "service", svc, EMBER_MATCH_EQ };
+    ember_selector sel = { .sz = sizeof sel, .type = type, .matchers = &m,
+                           .nmatchers = 1, .from_ms = at, .to_ms = at };
+    ember_merged *want = NULL;
+
+    assert_int_equal(ember_merge(db, &sel, &want), EMBER_OK);
+    assert_true(merged_sum(want) > 0);
+    return want;
+}
+
+/* One `@ T` case: TYPE{service=SVC} @ AT (unix ms, or seconds when
+** SECONDS) is the merge of that source's profiles at exactly WANT. */
+typedef struct at_case {
+    const char *type, *svc;
+    int64_t at;
+    bool seconds;
+    int64_t want;
+} at_case;
+
+static void check_at(ember_db *db, const at_case *c)
+{
+    ember_merged *want = merge_at(db, c->type, c->svc, c->want);
+    ember_result *r;
+    char q[256];
+
+    snprintf(q, sizeof q, "%s{service=\"%s\"} @ %lld", c->type, c->svc,
+             (long long)(c->seconds ? c->at / 1000 : c->at));
+    r = query_db(db, q);
+    assert_int_equal(r->ngroups, 1);
+    if (merged_sum(r->groups[0].merged) != merged_sum(want))
+        fail_msg("%s: %lld, the file at %lld holds %lld", q,
+                 (long long)merged_sum(r->groups[0].merged),
+                 (long long)c->want, (long long)merged_sum(want));
+    assert_merged_equal(r->groups[0].merged, want);
+    ember_result_free(r);
+    ember_merged_free(want);
+}
+
+/* The sum of every point of total(QUERY) on DB, and its point count. */
+static int64_t total_at(ember_db *db, const char *query, size_t *points)
+{
+    ember_result *r = query_db(db, query);
+    int64_t sum = 0;
+
+    *points = 0;
+    for (size_t i = 0; i < r->nseries; i++)
+        for (size_t j = 0; j < r->series[i].n; j++) {
+            sum += (int64_t)r->series[i].values[j];
+            (*points)++;
+        }
+    ember_result_free(r);
+    return sum;
+}
+
+/* A Go heap profile (a numeric sample label, bytes) and a goroutine
+** profile (string labels, worker) imported at three times, the middle one
+** holding only part of the samples (some label sets, so series, absent),
+** plus a second source (service=db) at other times: `@ T` takes, per
+** source, the profiles of the one instant nearest T, never a series'
+** nearest profile from another file. */
+static void test_nearest_sources(void **state)
+{
+    char *dir = tu_tmpdir("query-at");
+    ember_db *db = tu_open(dir, 0);
+    void *hraw = NULL, *graw = NULL;
+    pb_profile *heap = pb_read("heap.pb.gz", &hraw);
+    pb_profile *gor = pb_read("goroutine.pb.gz", &graw);
+    const int64_t t[3] = { T0, T0 + 10000, T0 + 20000 };
+    const at_case cases[] = {
+        /* at, near and around the middle file: the middle file alone */
+        { HEAP, "api", t[1], true, t[1] },
+        { HEAP, "api", t[1] + 4000, false, t[1] },
+        { GOR, "api", t[1] + 4000, false, t[1] },
+        { GOR, "api", t[1] + 5000, false, t[1] },    /* a tie: the earlier */
+        { HEAP, "api", t[2] + 60000, false, t[2] },
+        { HEAP, "db", t[1] + 1000, false, t[1] + 3000 },
+    };
+    size_t half = heap->n_sample / 2, plain = pb_unlabelled_first(gor);
+    size_t points, want_points;
+    ember_strlist *split = NULL;
+    em_reader *rd = NULL;
+    ember_result *r;
+    char q[256];
+    int64_t sum;
+
+    (void)state;
+    assert_true(plain > 0 && plain < gor->n_sample);
+    for (int i = 0; i < 3; i++) {
+        pb_import(db, heap, i == 1 ? half : heap->n_sample, t[i], "api");
+        pb_import(db, gor, i == 1 ? plain : gor->n_sample, t[i], "api");
+        pb_import(db, heap, heap->n_sample, t[i] + 3000, "db");
+    }
+    /* the files' labels were noted as such, the import's own not */
+    assert_int_equal(em_reader_open(db, &rd), EMBER_OK);
+    assert_int_equal(em_reader_split_labels(rd, &split), EMBER_OK);
+    assert_int_equal(ember_strlist_count(split), 2);
+    assert_string_equal(ember_strlist_get(split, 0), "bytes");
+    assert_string_equal(ember_strlist_get(split, 1), "worker");
+    ember_strlist_free(split);
+    em_reader_close(rd);
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        check_at(db, &cases[i]);
+    /* each source its own instant: api at t[1], db at t[1] + 3000 */
+    snprintf(q, sizeof q, "merge by (service) (" HEAP " @ %lld)",
+             (long long)t[1] + 1000);
+    r = query_db(db, q);
+    assert_int_equal(r->ngroups, 2);
+    for (size_t g = 0; g < r->ngroups; g++) {
+        const char *svc = label_of(r->groups[g].labels,
+                                   r->groups[g].nlabels, "service");
+        ember_merged *want = merge_at(db, HEAP, svc, strcmp(svc, "db") == 0 ?
+                                      t[1] + 3000 : t[1]);
+        assert_merged_equal(r->groups[g].merged, want);
+        ember_merged_free(want);
+    }
+    ember_result_free(r);
+    /* series: the points of the one instant, summing to the file's */
+    snprintf(q, sizeof q, "total(" HEAP "{service=\"api\"} @ %lld)",
+             (long long)t[1] + 4000);
+    sum = total_at(db, q, &points);
+    snprintf(q, sizeof q, "total(" HEAP "{service=\"api\"}[1ms] @ %lld)",
+             (long long)t[1]);
+    assert_int_equal(sum, total_at(db, q, &want_points));
+    assert_int_equal(points, want_points);
+    perftools__profiles__profile__free_unpacked(heap, NULL);
+    perftools__profiles__profile__free_unpacked(gor, NULL);
+    em_free(hraw);
+    em_free(graw);
+    ember_close(db);
+    tu_rmdir(dir);
 }
 
 /* ---- time ------------------------------------------------------------------------- */
@@ -1548,6 +1804,8 @@ int main(void)
         cmocka_unit_test(test_focus_ignore),
         cmocka_unit_test(test_focus_diff_and_groups),
         cmocka_unit_test(test_top),
+        cmocka_unit_test(test_top_wide),
+        cmocka_unit_test(test_nearest_sources),
         cmocka_unit_test(test_time),
         cmocka_unit_test(test_total),
         cmocka_unit_test(test_rate),
