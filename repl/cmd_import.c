@@ -153,8 +153,8 @@ static void progress_show(import_run *r, bool force)
     r->shown_ms = now;
     if (secs <= 0)
         secs = 0.001;
-    fprintf(stderr, "\r\033[K%llu files, %llu samples read, %llu profiles "
-            "written (%.0f samples/s, %.1f MB/s)",
+    fprintf(stderr, "\r\033[Kember import: %llu files, %llu samples read, "
+            "%llu profiles written (%.0f samples/s, %.1f MB/s)",
             (unsigned long long)r->files,
             (unsigned long long)r->read_samples,
             (unsigned long long)r->profiles,
@@ -401,8 +401,9 @@ static void import_summary(import_run *r)
         fputs("\r\033[K", stderr);
     if (secs <= 0)
         secs = 0.001;
-    fprintf(stderr, "imported %llu of %llu files: %llu profiles, %llu "
-            "samples, %.1f MB in %.2f s (%.0f samples/s, %.1f MB/s)\n",
+    fprintf(stderr, "ember import: imported %llu of %llu files: %llu "
+            "profiles, %llu samples, %.1f MB in %.2f s (%.0f samples/s, "
+            "%.1f MB/s)\n",
             (unsigned long long)(r->files - r->failed),
             (unsigned long long)r->files, (unsigned long long)r->profiles,
             (unsigned long long)r->samples, (double)r->bytes / 1e6, secs,
@@ -461,10 +462,13 @@ static int import_opt(import_run *r, int c, const char **dir)
             em_cli_label(optarg, &r->labels[o->nlabels]) != 0)
             return em_cli_fail(2, "import", "-l %s: expected name=value (at "
                                "most %d)", optarg, EM_MAX_CLI_LABELS);
+        if (em_label_name_check(r->labels[o->nlabels].name) != EMBER_OK)
+            return em_cli_fail(2, "import", "-l %s: %s",
+                               r->labels[o->nlabels].name, em_errmsg());
         o->nlabels++;
         return 0;
     default:
-        return em_cli_usage("import");
+        return em_cli_bad_option("import", c);
     }
 }
 
@@ -487,11 +491,11 @@ static int import_args(import_run *r, int argc, char **argv, const char **dir)
     r->opts.sz = sizeof r->opts;
     r->opts.labels = r->labels;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "d:l:", longs, NULL)) != -1)
+    while ((c = getopt_long(argc, argv, ":d:l:", longs, NULL)) != -1)
         if ((st = import_opt(r, c, dir)) != 0)
             return st;
-    if (*dir == NULL || optind >= argc)
-        return em_cli_usage("import");
+    if ((st = em_cli_args("import", *dir, argc, argv, 1, argc)) != 0)
+        return st;
     if (r->opts.type != NULL && em_profile_type_check(r->opts.type) != 0)
         return em_cli_fail(2, "import", "--type: %s", em_errmsg());
     if (r->time != NULL && em_time_parse(r->time, r->now_ms, &(int64_t){ 0 }))
