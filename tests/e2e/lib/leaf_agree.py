@@ -1,15 +1,25 @@
-"""tests/e2e/lib/leaf_agree.py: do two samplers see the same leaf
-functions? Used by tests/e2e/record.sh to judge `ember record` against
-`perf record` run at the same time on the same processes (issue 12).
+"""tests/e2e/lib/leaf_agree.py: do two samplers see the same functions?
+Used by tests/e2e/record.sh to judge `ember record` against `perf record`
+run at the same time on the same processes (issue 12).
 
 usage: leaf_agree.py LABEL PERF EMBER [ELF...]
-  PERF   lines "COUNT<TAB>NAME": perf report's samples per symbol
-  EMBER  Ember's collapsed stacks ("a;b;leaf COUNT")
-  ELF    the user files whose symbols may name the leaves (the program
+  PERF   `perf script -F ip,sym,dso` of the process: callchains, leaf
+         first, a blank line after each
+  EMBER  Ember's collapsed stacks of it ("a;b;leaf COUNT")
+  ELF    the user files whose symbols may name the frames (the program
          and its libraries); /proc/kallsyms gives the kernel's
 
-Every leaf function of either side is compared, with no cut on its share
-that a function could sit near: a test that flips on whether `read` is at
+Each sample counts for its innermost user frame: the function the process
+was running, its time in the kernel charged to the function that made
+the system call. Where in the kernel a cpu-clock sample lands is not the
+samplers' to choose: the timer interrupt of a sample that falls where
+interrupts are off waits for them to come back on (do_syscall_64 after
+the entry), and two samplers' timers, at one frequency but their own
+phase, see that differently for a whole run (perf 0% do_syscall_64 in
+one run, 12% in the next, Ember 8-11%).
+
+Every function of either side is compared, with no cut on its share that
+a function could sit near: a test that flips on whether `read` is at
 4.9% or 5.1% said nothing about the sampler (issue 12). The two shares of
 a function must agree within the sampling error of a difference of two
 binomial shares: 5 sigmas of the pooled share (a false alarm about once
@@ -20,8 +30,8 @@ read is also __read, __libc_read and __GI___libc_read, and perf and Ember
 choose among them differently) are one function when the name is at one
 address of one file.
 
-Prints one line per function whose share differs, the largest shares,
-and exits 1 when any disagree (or when either side has no samples).
+Prints the functions whose shares differ and the largest shares, and
+exits 1 when any disagree (or when either side has no samples).
 """
 import math
 import os
@@ -29,6 +39,9 @@ import re
 import subprocess
 import sys
 
+# "    ffffffff816bb9e0 ksys_write ([kernel.kallsyms])": address, name, file
+FRAME = re.compile(r'^\s*[0-9a-f]+\s+(.*?)\s+\((.*)\)$')
+KERNEL_ONLY = '(no user frame)'
 SYM = re.compile(r'^\s*\d+:\s+([0-9a-f]+)\s+\S+\s+(FUNC|IFUNC|NOTYPE)\s+'
                  r'\S+\s+\S+\s+(\S+)\s+(\S+)')
 
@@ -85,21 +98,30 @@ def main():
     kernel_places(places)
     counts = [{}, {}]           # key -> samples: perf's, Ember's
     names = {}                  # key -> the names the two sides used
+
+    def add(side, name, n):
+        k = key(name, places)
+        counts[side][k] = counts[side].get(k, 0) + n
+        names.setdefault(k, [set(), set()])[side].add(name)
+
     with open(perf_path) as f:
-        for line in f:
-            n, _, name = line.rstrip('\n').partition('\t')
-            k = key(name, places)
-            counts[0][k] = counts[0].get(k, 0) + int(n)
-            names.setdefault(k, [set(), set()])[0].add(name)
+        for block in f.read().split('\n\n'):
+            user = [m.group(1) for m in map(FRAME.match, block.splitlines())
+                    if m and m.group(2) != '[kernel.kallsyms]']
+            if block.strip():
+                add(0, user[0] if user else KERNEL_ONLY, 1)
+    user_names = {n for n, p in places.items() if any(f != 'kernel'
+                                                       for f, _ in p)}
     with open(ember_path) as f:
         for line in f:
             stack, _, n = line.rstrip('\n').rpartition(' ')
             if not stack:
                 continue
-            name = stack.split(';')[-1]
-            k = key(name, places)
-            counts[1][k] = counts[1].get(k, 0) + int(n)
-            names.setdefault(k, [set(), set()])[1].add(name)
+            frames = stack.split(';')
+            while frames and frames[-1] not in user_names and \
+                    frames[-1] in places:
+                frames.pop()    # a kernel frame: above every user frame
+            add(1, frames[-1] if frames else KERNEL_ONLY, int(n))
     tp, te = sum(counts[0].values()), sum(counts[1].values())
     if tp == 0 or te == 0:
         print('%s: %d samples in perf, %d in ember' % (label, tp, te))
