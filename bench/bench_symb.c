@@ -87,19 +87,23 @@ static em_symb_file *file_open(const char *path)
 }
 
 /* The start of the function symbol NAME, 0 when none: aliases check. */
-static GElf_Addr sym_addr(const oracle *o, const char *name)
+/* True when a function symbol named NAME starts at AT (Ember's index cuts
+** a .symtab name's version off; a name may be at several addresses). */
+static bool sym_at(const oracle *o, const char *name, GElf_Addr at)
 {
     int total = dwfl_module_getsymtab(o->mod);
+    size_t len = strlen(name);
 
     for (int i = 1; i < total; i++) {
         GElf_Sym sym;
         GElf_Addr addr;
         const char *s = dwfl_module_getsym_info(o->mod, i, &sym, &addr,
                                                 NULL, NULL, NULL);
-        if (s != NULL && sym.st_shndx != SHN_UNDEF && strcmp(s, name) == 0)
-            return addr;
+        if (s != NULL && sym.st_shndx != SHN_UNDEF && addr == at &&
+            strncmp(s, name, len) == 0 && (s[len] == '\0' || s[len] == '@'))
+            return true;
     }
-    return 0;
+    return false;
 }
 
 static bool same_str(const char *a, const char *b)
@@ -173,13 +177,16 @@ static void bench_file(const char *path, size_t n)
     }
     t_dw = bench_clock(CLOCK_PROCESS_CPUTIME_ID) - t0;
     for (size_t i = 0; i < k && differ > 0; i++) {
-        const char *want = dwfl_module_addrname(o.mod, a[i]);
+        GElf_Off off = 0;
+        GElf_Sym ws;
+        const char *want = dwfl_module_addrinfo(o.mod, a[i], &off, &ws,
+                                                NULL, NULL, NULL);
         if (want == NULL || ours[i] == NULL)
             die("%s: %#llx named %s by libdw, %s by Ember", path,
                 (unsigned long long)a[i], want ? want : "nothing",
                 ours[i] ? ours[i] : "nothing");
         if (strcmp(want, ours[i]) != 0) {
-            if (sym_addr(&o, want) != sym_addr(&o, ours[i]))
+            if (!sym_at(&o, ours[i], a[i] - off))
                 die("%s: %#llx is %s for libdw, %s for Ember", path,
                     (unsigned long long)a[i], want, ours[i]);
             aliases++;

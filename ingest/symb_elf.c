@@ -560,61 +560,155 @@ static int cus_find(em_symb_file *f, Dwarf_Addr addr, Dwarf_Die *die,
 ** dwfl_module_addrname walks the whole symbol table for every address
 ** (libdw 0.188), which costs milliseconds per new address in a large
 ** binary; the agent asks for thousands. The function symbols are read
-** once into a table sorted by address and searched by bisection. */
+** once into a table sorted by address and searched by bisection.
+**
+** Aliases: one address often carries several names, glibc's read six
+** (read, __read, __libc_read, __GI___libc_read, __GI___read, __GI_read).
+** The table keeps one entry per address, named by the best alias, and
+** the names of all of them (sym_alias). The best, in this order (issue
+** 12; perf's choose_best_symbol in tools/perf/util/symbol.c also ranks
+** size, binding and leading underscores, but puts a local above a weak
+** symbol and so names libc's write __GI___libc_write):
+**   1. a sized symbol over a sizeless one;
+**   2. an exported one (global or weak) over a local one: glibc's
+**      internal aliases (__GI_*, __libc_*) are local;
+**   3. a name outside C's reserved space (not "__x" nor "_X") over one
+**      in it: glibc exports getpid as a weak getpid and a global __getpid;
+**   4. global over weak;
+**   5. fewer leading underscores, then the shorter name (open over
+**      open64), then byte order, so that the choice never depends on the
+**      order of the symbol table.
+** A symbol version ("fopen@@GLIBC_2.2.5" in a .symtab) is cut off. */
 
 typedef struct sym_ent {
     GElf_Addr lo;
     GElf_Xword size;            /* 0: up to the next symbol */
-    const char *name;           /* libdw's, alive as long as F's Dwfl */
-    int rank;                   /* which wins at one address: bigger */
+    const char *name;           /* the best alias, version cut */
+    size_t len;                 /* of NAME without its version */
+    uint32_t first, n;          /* its aliases: names[first .. first+n) */
+    int rank;                   /* rules 1-4 above: bigger wins */
 } sym_ent;
 
 struct em_symb_syms {
-    sym_ent *s;
+    sym_ent *s;                 /* one per address, sorted */
     size_t n;
+    const char **names;         /* every alias, libdw's strings (alive as
+                                ** long as F's Dwfl), grouped by address */
+    char *cut;                  /* best names whose version was cut */
 };
 
+/* The length of NAME without a symbol version "@VER" or "@@VER". */
+static size_t sym_len(const char *name)
+{
+    const char *at = strchr(name, '@');
+
+    return at != NULL && at != name && at[1] != '\0' ? (size_t)(at - name)
+                                                     : strlen(name);
+}
+
+static size_t leading_underscores(const char *s)
+{
+    return strspn(s, "_");
+}
+
+/* Orders by address, the best alias first (rules above). */
 static int cmp_sym(const void *a, const void *b)
 {
     const sym_ent *x = a, *y = b;
+    size_t ux, uy;
+    int c;
 
     if (x->lo != y->lo)
         return x->lo < y->lo ? -1 : 1;
-    return (x->rank < y->rank) - (x->rank > y->rank);   /* best first */
+    if (x->rank != y->rank)
+        return x->rank > y->rank ? -1 : 1;
+    ux = leading_underscores(x->name);
+    uy = leading_underscores(y->name);
+    if (ux != uy)
+        return ux < uy ? -1 : 1;
+    if (x->len != y->len)
+        return x->len < y->len ? -1 : 1;
+    c = memcmp(x->name, y->name, x->len);
+    return c != 0 ? c : strcmp(x->name, y->name);
 }
 
-/* A sized global beats a sized weak beats a sized local beats a sizeless
-** one, as libdw prefers; -1: not a code symbol. */
-static int sym_rank(const GElf_Sym *sym, GElf_Word shndx)
+/* Rules 1-4 for a code symbol; -1: not a code symbol. */
+static int sym_rank(const GElf_Sym *sym, GElf_Word shndx, const char *name)
 {
     int type = GELF_ST_TYPE(sym->st_info), bind = GELF_ST_BIND(sym->st_info);
+    bool reserved = name[0] == '_' &&
+                    (name[1] == '_' || (name[1] >= 'A' && name[1] <= 'Z'));
 
     if (shndx == SHN_UNDEF || shndx == (GElf_Word)-1 || sym->st_name == 0 ||
         (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_NOTYPE))
         return -1;
-    return (sym->st_size > 0 ? 4 : 0) +
-           (bind == STB_GLOBAL ? 2 : bind == STB_WEAK ? 1 : 0);
+    return (sym->st_size > 0 ? 8 : 0) +
+           (bind == STB_GLOBAL || bind == STB_WEAK ? 4 : 0) +
+           (reserved ? 0 : 2) + (bind == STB_GLOBAL ? 1 : 0);
 }
 
 static void syms_free(struct em_symb_syms *t)
 {
-    if (t != NULL)
+    if (t != NULL) {
         em_free(t->s);
+        em_free(t->names);
+        em_free(t->cut);
+    }
     em_free(t);
+}
+
+/* Keeps the first (best) entry of each address in T->s, recording every
+** alias's name in T->names, and copies the best names that carry a
+** symbol version into T->cut without it. */
+static int syms_group(struct em_symb_syms *t, size_t n)
+{
+    size_t k = 0, bytes = 0;
+    char *p;
+
+    for (size_t i = 0; i < n; i++) {
+        t->names[i] = t->s[i].name;
+        if (k > 0 && t->s[k - 1].lo == t->s[i].lo) {
+            t->s[k - 1].n++;
+            continue;
+        }
+        t->s[k] = t->s[i];
+        t->s[k].first = (uint32_t)i;
+        t->s[k].n = 1;
+        if (t->s[k].name[t->s[k].len] != '\0')
+            bytes += t->s[k].len + 1;
+        k++;
+    }
+    t->n = k;
+    if (bytes == 0)
+        return EMBER_OK;
+    if ((p = t->cut = em_malloc(bytes)) == NULL)
+        return em_err(EMBER_ENOMEM, "symbolize: out of memory for %zu bytes "
+                      "of symbol names", bytes);
+    for (size_t i = 0; i < k; i++) {
+        sym_ent *e = &t->s[i];
+        if (e->name[e->len] == '\0')
+            continue;
+        memcpy(p, e->name, e->len);
+        p[e->len] = '\0';
+        e->name = p;
+        p += e->len + 1;
+    }
+    return EMBER_OK;
 }
 
 /* Reads F's code symbols, sorted by address, one per address. */
 static int syms_build(em_symb_file *f)
 {
     struct em_symb_syms *t = em_calloc(1, sizeof *t);
-    int total = dwfl_module_getsymtab(f->mod);
+    int total = dwfl_module_getsymtab(f->mod), rc;
     size_t n = 0;
 
     if (t == NULL)
         return em_err(EMBER_ENOMEM, "symbolize: out of memory for symbols");
     if (total > 0 &&
-        (t->s = em_malloc((size_t)total * sizeof *t->s)) == NULL) {
-        em_free(t);
+        ((t->s = em_malloc((size_t)total * sizeof *t->s)) == NULL ||
+         (t->names = em_malloc((size_t)total * sizeof *t->names)) == NULL)) {
+        syms_free(t);
         return em_err(EMBER_ENOMEM, "symbolize: out of memory for %d "
                       "symbols of %s", total, f->path);
     }
@@ -624,33 +718,32 @@ static int syms_build(em_symb_file *f)
         GElf_Word shndx;
         const char *name = dwfl_module_getsym_info(f->mod, i, &sym, &addr,
                                                    &shndx, NULL, NULL);
-        int rank = name != NULL && *name != '\0' ? sym_rank(&sym, shndx) : -1;
+        int rank = name != NULL && *name != '\0'
+                       ? sym_rank(&sym, shndx, name) : -1;
         if (rank >= 0)
-            t->s[n++] = (sym_ent){ addr, sym.st_size, name, rank };
+            t->s[n++] = (sym_ent){ addr, sym.st_size, name, sym_len(name),
+                                   0, 0, rank };
     }
-    if (n > 1) {
-        size_t k = 0;
+    if (n > 1)                  /* qsort(NULL, 0) is undefined */
         qsort(t->s, n, sizeof *t->s, cmp_sym);
-        for (size_t i = 0; i < n; i++)      /* the best one per address */
-            if (k == 0 || t->s[k - 1].lo != t->s[i].lo)
-                t->s[k++] = t->s[i];
-        n = k;
+    if ((rc = syms_group(t, n)) != EMBER_OK) {
+        syms_free(t);
+        return rc;
     }
-    t->n = n;
     f->syms = t;
     return EMBER_OK;
 }
 
 /* A sized symbol that holds ADDR (looking a few back, for nested ones),
 ** else the nearest symbol below it when that one has no size, as libdw
-** does. */
-int em_symb_file_symbol(em_symb_file *f, uint64_t addr, const char **name)
+** does; NULL when none. */
+static int sym_find(em_symb_file *f, uint64_t addr, const sym_ent **out)
 {
     const struct em_symb_syms *t;
     size_t lo;
     int rc;
 
-    *name = NULL;
+    *out = NULL;
     if (!dwfl_start(f))
         return EMBER_OK;
     if (f->syms == NULL && (rc = syms_build(f)) != EMBER_OK)
@@ -660,13 +753,35 @@ int em_symb_file_symbol(em_symb_file *f, uint64_t addr, const char **name)
     for (size_t i = lo, k = 0; i > 0 && k < 8; i--, k++) {
         const sym_ent *e = &t->s[i - 1];
         if (e->size > 0 && addr - e->lo < e->size) {
-            *name = e->name;
+            *out = e;
             return EMBER_OK;
         }
     }
     if (lo > 0 && t->s[lo - 1].size == 0)
-        *name = t->s[lo - 1].name;
+        *out = &t->s[lo - 1];
     return EMBER_OK;
+}
+
+int em_symb_file_symbol(em_symb_file *f, uint64_t addr, const char **name)
+{
+    const sym_ent *e;
+    int rc = sym_find(f, addr, &e);
+
+    *name = e != NULL ? e->name : NULL;
+    return rc;
+}
+
+/* True when NAME is one of E's aliases (versions aside). */
+static bool sym_alias(const struct em_symb_syms *t, const sym_ent *e,
+                      const char *name)
+{
+    size_t len = strlen(name);
+
+    for (uint32_t i = e->first; i < e->first + e->n; i++)
+        if (sym_len(t->names[i]) == len &&
+            memcmp(t->names[i], name, len) == 0)
+            return true;
+    return false;
 }
 
 /* Frames being collected, their strings still libdw's. */
@@ -1013,6 +1128,7 @@ int em_symb_file_resolve(em_symb_file *f, uint64_t vaddr, em_symb_res **out)
 {
     frames fr = { .n = 0 };
     const char *sym, *file = "";
+    const sym_ent *e;
     int line = 0, rc;
     Dwarf_Die *cudie, copy;
     Dwarf_Addr bias = 0;
@@ -1020,8 +1136,9 @@ int em_symb_file_resolve(em_symb_file *f, uint64_t vaddr, em_symb_res **out)
     *out = NULL;
     if (!dwfl_start(f))
         return EMBER_OK;
-    if ((rc = em_symb_file_symbol(f, vaddr, &sym)) != EMBER_OK)
+    if ((rc = sym_find(f, vaddr, &e)) != EMBER_OK)
         return rc;
+    sym = e != NULL ? e->name : NULL;
     if ((rc = cu_at(f, vaddr, &copy, &cudie, &bias)) != EMBER_OK)
         return rc;
     if (cudie != NULL) {
@@ -1042,6 +1159,13 @@ int em_symb_file_resolve(em_symb_file *f, uint64_t vaddr, em_symb_res **out)
             fr.f[fr.n++] = (em_symb_frame){ sym, NULL, file, line, 0 };
         else
             fr.f[fr.n - 1].name = sym != NULL ? sym : "";
+    } else if (e != NULL && fr.f[fr.n - 1].name != sym &&
+               sym_alias(f->syms, e, fr.f[fr.n - 1].name)) {
+        /* DWARF names the function by one of its aliases (glibc's say
+        ** __GI___libc_read): the best one instead. Other names stay,
+        ** such as a function's name where its .cold part's symbol is
+        ** "f.cold". */
+        fr.f[fr.n - 1].name = sym;
     }
     for (uint32_t i = 0; i < fr.n; i++)
         if (fr.f[i].name == NULL)

@@ -6,7 +6,11 @@
 **
 ** Handlers return the process exit status: 0 on success, 1 when the command
 ** ran but found a problem (a failed file, a damaged database), 2 on a usage
-** error. Errors go to stderr as one line "ember CMD: what: why".
+** error. Errors go to stderr as one line "ember CMD: what: why"; a usage
+** error adds the line "ember CMD: usage: ember CMD ARGS". main() answers
+** `ember CMD --help` from the table before the handler runs, and turns off
+** getopt's own messages: handlers pass its '?' and ':' to
+** em_cli_bad_option (optstrings start with ':').
 */
 #ifndef EM_CLI_H
 #define EM_CLI_H
@@ -43,8 +47,18 @@ int em_cmd_verify(int argc, char **argv);
 /* Prints "ember CMD: message" (printf-style) to stderr; returns STATUS. */
 int em_cli_fail(int status, const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* Prints the usage line of CMD to stderr and returns 2. */
+/* Prints the usage line of CMD to stderr, as "ember CMD: usage: ...", and
+** returns 2. */
 int em_cli_usage(const char *cmd);
+/* For getopt_long's '?' (unknown option) and ':' (an option without its
+** value: the optstring must start with ':'), C: says which option and
+** prints the usage; returns 2. */
+int em_cli_bad_option(const char *cmd, int c);
+/* After getopt: 0 when DIR was given and ARGV holds MIN to MAX operands
+** after the options; else says what is missing or extra, prints the usage
+** and returns 2. */
+int em_cli_args(const char *cmd, const char *dir, int argc, char **argv,
+                int min, int max);
 /* The DIR of a command that takes only -d DIR; NULL (after a message for
 ** a stray argument) when the command line is anything else. */
 const char *em_cli_dir_arg(const char *cmd, int argc, char **argv);

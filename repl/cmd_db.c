@@ -45,7 +45,7 @@ int em_cmd_stats(int argc, char **argv)
     int rc;
 
     if (dir == NULL)
-        return em_cli_usage("stats");
+        return 2;               /* em_cli_dir_arg said why */
     if (em_cli_open("stats", dir, 1, &db) != EMBER_OK)
         return 1;
     rc = ember_stats_get(db, &s);
@@ -72,7 +72,7 @@ int em_cmd_verify(int argc, char **argv)
     int rc;
 
     if (dir == NULL)
-        return em_cli_usage("verify");
+        return 2;               /* em_cli_dir_arg said why */
     if (em_cli_open("verify", dir, 1, &db) != EMBER_OK)
         return 1;
     rc = ember_verify(db, print_problem, NULL, &n);

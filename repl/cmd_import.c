@@ -50,8 +50,8 @@ static void on_progress(void *ctx, const ember_import_stats *st)
     c->shown_ms = now;
     if (secs <= 0)
         secs = 0.001;
-    fprintf(stderr, "\r\033[K%llu files, %llu samples read, %llu profiles "
-            "written (%.0f samples/s, %.1f MB/s)",
+    fprintf(stderr, "\r\033[Kember import: %llu files, %llu samples read, "
+            "%llu profiles written (%.0f samples/s, %.1f MB/s)",
             (unsigned long long)st->files,
             (unsigned long long)st->read_samples,
             (unsigned long long)st->profiles,
@@ -67,8 +67,9 @@ static void import_summary(const import_cli *c, const ember_import_stats *st)
         fputs("\r\033[K", stderr);
     if (secs <= 0)
         secs = 0.001;
-    fprintf(stderr, "imported %llu of %llu files: %llu profiles, %llu "
-            "samples, %.1f MB in %.2f s (%.0f samples/s, %.1f MB/s)\n",
+    fprintf(stderr, "ember import: imported %llu of %llu files: %llu "
+            "profiles, %llu samples, %.1f MB in %.2f s (%.0f samples/s, "
+            "%.1f MB/s)\n",
             (unsigned long long)(st->files - st->failed),
             (unsigned long long)st->files, (unsigned long long)st->profiles,
             (unsigned long long)st->samples, (double)st->bytes / 1e6, secs,
@@ -145,7 +146,7 @@ static int import_opt(import_cli *c, int ch, const char **dir,
     case 'l':
         return label_opt(c, optarg);
     default:
-        return em_cli_usage("import");
+        return em_cli_bad_option("import", ch);
     }
 }
 
@@ -169,11 +170,11 @@ static int import_args(import_cli *c, int argc, char **argv, const char **dir)
     c->opts.sz = sizeof c->opts;
     c->opts.labels = c->labels;
     optind = 1;
-    while ((ch = getopt_long(argc, argv, "d:l:", longs, NULL)) != -1)
+    while ((ch = getopt_long(argc, argv, ":d:l:", longs, NULL)) != -1)
         if ((st = import_opt(c, ch, dir, &time)) != 0)
             return st;
-    if (*dir == NULL || optind >= argc)
-        return em_cli_usage("import");
+    if ((st = em_cli_args("import", *dir, argc, argv, 1, argc)) != 0)
+        return st;
     if (em_labels_check(c->labels, c->opts.nlabels) != EMBER_OK)
         return em_cli_fail(2, "import", "-l: %s", em_errmsg());
     if (c->opts.type != NULL && em_profile_type_check(c->opts.type) != 0)

@@ -94,7 +94,7 @@ static int query_option(query_args *a, int c, const char *arg)
         if ((st = parse_count("--width", arg, 100000, &n)) == 0)
             a->width = (unsigned)n;
         break;
-    default: return em_cli_usage("query");
+    default: return em_cli_bad_option("query", c);
     }
     return st;
 }
@@ -141,11 +141,11 @@ static int query_parse_args(query_args *a, int argc, char **argv)
 
     memset(a, 0, sizeof *a);
     optind = 1;
-    while ((c = getopt_long(argc, argv, "d:o:", longs, NULL)) != -1)
+    while ((c = getopt_long(argc, argv, ":d:o:", longs, NULL)) != -1)
         if ((st = query_option(a, c, optarg)) != 0)
             return st;
-    if (a->dir == NULL || optind != argc - 1)
-        return em_cli_usage("query");
+    if ((st = em_cli_args("query", a->dir, argc, argv, 1, 1)) != 0)
+        return st;
     a->text = argv[optind];
     return query_check_args(a);
 }

@@ -130,7 +130,7 @@ static int record_opt(record_args *r, int c)
         o->sampler.pid = (int)v;
         return 0;
     default:
-        return em_cli_usage(r->cmd);
+        return em_cli_bad_option(r->cmd, c);
     }
 }
 
@@ -154,16 +154,14 @@ static int record_parse(record_args *r, int argc, char **argv)
     r->opts.labels = r->labels;
     r->opts.duration_ms = agent ? 0 : RECORD_DURATION_MS;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "d:l:vF:p:", longs, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":d:l:vF:p:", longs, NULL)) != -1) {
         if (agent && c == 'D')
             return em_cli_fail(2, r->cmd, "--duration: the agent runs until "
                                "SIGINT or SIGTERM (see ember record)");
         if ((st = record_opt(r, c)) != 0)
             return st;
     }
-    if (r->dir == NULL || optind != argc)
-        return em_cli_usage(r->cmd);
-    return 0;
+    return em_cli_args(r->cmd, r->dir, argc, argv, 0, 0);
 }
 
 /* Whether the run can start: the sampler's requirements and the target

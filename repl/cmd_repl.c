@@ -174,6 +174,16 @@ static double elapsed_ms(const struct timespec *a, const struct timespec *b)
            (double)(b->tv_nsec - a->tv_nsec) / 1e6;
 }
 
+/* What a note of the statement at r->line starts with: "ember repl" at a
+** terminal, "ember repl: line N" in a script (em_repl_fail's rule). */
+static const char *repl_who(const em_repl *r, char *buf, size_t n)
+{
+    if (r->interactive)
+        return "ember repl";
+    snprintf(buf, n, "ember repl: line %u", r->line);
+    return buf;
+}
+
 /* The format for a result of KIND: .format's when it fits; otherwise the
 ** kind's own (spark for series, which a terminal shows best), with a note
 ** when .format asked for something else. */
@@ -181,13 +191,15 @@ static const char *repl_format(const em_repl *r, int kind)
 {
     const char *def = kind == EMBER_RESULT_SERIES ? "spark"
                                                   : em_render_default(kind);
+    char who[64];
 
     if (r->format == NULL)
         return def;
     if (em_render_fits(kind, r->format))
         return r->format;
-    fprintf(stderr, "note: .format %s does not fit a %s result; showing "
-            "it as %s\n", r->format, em_cli_kind_name(kind), def);
+    fprintf(stderr, "%s: note: .format %s does not fit a %s result; "
+            "showing it as %s\n", repl_who(r, who, sizeof who), r->format,
+            em_cli_kind_name(kind), def);
     return def;
 }
 
@@ -216,14 +228,16 @@ static int repl_render(em_repl *r, const ember_result *res, const char *text)
     FILE *f = r->out != NULL ? r->out : stdout;
     const char *fmt = repl_format(r, ember_result_kind(res));
     em_render_opts o;
+    char who[64];
     int rc;
 
     if (em_render_binary(fmt) && r->out == NULL)
         return em_repl_fail(r, "%s writes binary data: send it to a file "
                             "first with .output FILE", fmt);
+    repl_who(r, who, sizeof who);
     for (size_t i = 0; i < ember_result_notes(res); i++)
-        fprintf(stderr, "ember query: note: %s\n", ember_result_note(res, i));
-    em_cli_note_sums("note", res);
+        fprintf(stderr, "%s: note: %s\n", who, ember_result_note(res, i));
+    em_cli_note_sums(who, res);
     repl_render_opts(r, f, text, &o);
     rc = em_render_result(f, res, fmt, &o);
     if (fflush(f) != 0 && rc == EMBER_OK)
@@ -470,7 +484,7 @@ int em_cmd_repl(int argc, char **argv)
     int st = 0;
 
     if (dir == NULL)
-        return em_cli_usage("repl");
+        return 2;               /* em_cli_dir_arg said why */
     memset(&s, 0, sizeof s);
     if (em_cli_open("repl", dir, 1, &s.r.db) != EMBER_OK)
         return 1;

@@ -1,7 +1,13 @@
 /*
 ** repl/main.c: the `ember` binary's entry point and its command table. The
-** table is the one list of what ember can do: dispatch, `ember --help` and
-** `ember help CMD` all read it, so a command cannot exist without its help.
+** table is the one list of what ember can do: dispatch, `ember --help`,
+** `ember help CMD` and `ember CMD --help` all read it, so a command cannot
+** exist without its help.
+**
+** One rule for every command (issue 12): exit 0 on success, 1 when it ran
+** and failed, 2 on a usage error; every message on stderr starts with
+** "ember CMD: " (em_cli_fail), usage errors included (em_cli_usage,
+** em_cli_bad_option, em_cli_args).
 */
 #include <getopt.h>
 #include <malloc.h>
@@ -118,6 +124,10 @@ const em_cmd em_commands[] = {
 };
 const unsigned em_ncommands = sizeof em_commands / sizeof em_commands[0];
 
+/* The arguments of the running command (what main passed it), for
+** em_cli_bad_option to name the option getopt stopped at. */
+static char **cli_argv;
+
 int em_cli_fail(int status, const char *cmd, const char *fmt, ...)
 {
     va_list ap;
@@ -142,8 +152,42 @@ int em_cli_usage(const char *name)
 {
     const em_cmd *c = cmd_find(name);
     if (c != NULL)
-        fprintf(stderr, "usage: ember %s %s\n", c->name, c->usage);
+        em_cli_fail(2, name, "usage: ember %s %s", c->name, c->usage);
     return 2;
+}
+
+int em_cli_bad_option(const char *cmd, int c)
+{
+    const char *arg = cli_argv != NULL && optind > 0 ? cli_argv[optind - 1]
+                                                     : "?";
+    int len = (int)strcspn(arg, "=");
+
+    if (c == ':')
+        em_cli_fail(2, cmd, "%.*s needs a value", len, arg);
+    else if (optopt != 0)
+        em_cli_fail(2, cmd, "unknown option -%c", optopt);
+    else
+        em_cli_fail(2, cmd, "unknown option %.*s", len, arg);
+    return em_cli_usage(cmd);
+}
+
+int em_cli_args(const char *cmd, const char *dir, int argc, char **argv,
+                int min, int max)
+{
+    const em_cmd *c = cmd_find(cmd);
+    const char *what = c != NULL ? strrchr(c->usage, ' ') : NULL;
+    int n = argc - optind;
+
+    if (dir == NULL)
+        em_cli_fail(2, cmd, "missing -d DIR, the database directory");
+    else if (n < min)
+        em_cli_fail(2, cmd, "missing %s", what != NULL ? what + 1 : "an "
+                    "argument");
+    else if (n > max)
+        em_cli_fail(2, cmd, "unexpected argument \"%s\"", argv[optind + max]);
+    else
+        return 0;
+    return em_cli_usage(cmd);
 }
 
 const char *em_cli_dir_arg(const char *cmd, int argc, char **argv)
@@ -156,16 +200,14 @@ const char *em_cli_dir_arg(const char *cmd, int argc, char **argv)
     int c;
 
     optind = 1;
-    while ((c = getopt_long(argc, argv, "d:", longs, NULL)) != -1) {
-        if (c != 'd')
+    while ((c = getopt_long(argc, argv, ":d:", longs, NULL)) != -1) {
+        if (c != 'd') {
+            em_cli_bad_option(cmd, c);
             return NULL;
+        }
         dir = optarg;
     }
-    if (optind != argc) {
-        em_cli_fail(2, cmd, "unexpected argument \"%s\"", argv[optind]);
-        return NULL;
-    }
-    return dir;
+    return em_cli_args(cmd, dir, argc, argv, 0, 0) == 0 ? dir : NULL;
 }
 
 int em_cli_label(char *arg, ember_label *out)
@@ -206,28 +248,61 @@ int64_t em_cli_now_ms(void)
 static void usage_all(FILE *f)
 {
     fprintf(f, "ember %s: an embedded time-series database for profiles\n\n"
-            "usage: ember COMMAND [ARGS]\n\ncommands:\n",
+            "usage: ember COMMAND [ARGS]\n"
+            "       ember COMMAND --help\n"
+            "       ember --help | --version\n\ncommands:\n",
             EMBER_VERSION_STRING);
     for (unsigned i = 0; i < em_ncommands; i++)
         fprintf(f, "  %-8s %s\n", em_commands[i].name, em_commands[i].summary);
-    fprintf(f, "\n`ember help COMMAND` shows a command's arguments.\n");
+    fprintf(f, "\noptions:\n"
+            "  --help    this list (also -h)\n"
+            "  --version the version of ember\n"
+            "\n`ember help COMMAND` or `ember COMMAND --help` shows a "
+            "command's arguments.\nExit status: 0 success, 1 failure, 2 "
+            "usage error.\n");
+}
+
+/* A command's usage and help on stdout, for `ember help CMD` and
+** `ember CMD --help`. */
+static int cmd_usage_help(const em_cmd *c)
+{
+    printf("usage: ember %s %s\n\n%s\n", c->name, c->usage, c->summary);
+    if (c->help != NULL)
+        printf("\n%s", c->help);
+    return 0;
 }
 
 static int cmd_help(int argc, char **argv)
 {
     const em_cmd *c;
 
+    if (argc > 1 && argv[1][0] == '-') {
+        em_cli_fail(2, "help", "unknown option %s", argv[1]);
+        return em_cli_usage("help");
+    }
+    if (argc > 2) {
+        em_cli_fail(2, "help", "unexpected argument \"%s\"", argv[2]);
+        return em_cli_usage("help");
+    }
     if (argc < 2) {
         usage_all(stdout);
         return 0;
     }
     c = cmd_find(argv[1]);
     if (c == NULL)
-        return em_cli_fail(2, "help", "no command \"%s\"", argv[1]);
-    printf("usage: ember %s %s\n\n%s\n", c->name, c->usage, c->summary);
-    if (c->help != NULL)
-        printf("\n%s", c->help);
-    return 0;
+        return em_cli_fail(2, "help", "no command \"%s\" (`ember --help` "
+                           "lists them)", argv[1]);
+    return cmd_usage_help(c);
+}
+
+/* True when ARGV (a command's arguments) asks for its help: --help or -h
+** before any "--". */
+static bool help_asked(int argc, char **argv)
+{
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+            return true;
+    return false;
 }
 
 /* A command that runs once and exits gains nothing from handing freed
@@ -255,11 +330,23 @@ int main(int argc, char **argv)
         printf("ember %s\n", EMBER_VERSION_STRING);
         return 0;
     }
-    c = cmd_find(argv[1]);
-    if (c == NULL) {
-        em_cli_fail(2, argv[1], "no such command (see `ember --help`)");
+    if (argv[1][0] == '-') {
+        fprintf(stderr, "ember: unknown option %s (`ember --help` lists "
+                "the commands)\n", argv[1]);
         return 2;
     }
+    c = cmd_find(argv[1]);
+    if (c == NULL) {
+        fprintf(stderr, "ember: no command \"%s\" (`ember --help` lists "
+                "them)\n", argv[1]);
+        return 2;
+    }
+    if (help_asked(argc - 1, argv + 1))
+        return cmd_usage_help(c);
+    /* Each command says what is wrong with an option itself, prefixed by
+    ** its name (em_cli_bad_option), instead of getopt's "query: ...". */
+    opterr = 0;
+    cli_argv = argv + 1;
     if (c->one_shot)
         keep_heap();
     return c->run(argc - 1, argv + 1);

@@ -182,5 +182,69 @@ set +e
 $EMBER query 2>/dev/null; [ $? = 2 ] || fail "usage exit status"
 set -e
 $EMBER --help | grep -q '^  verify' || fail "help lacks verify"
+
+# one rule for every command (issue 12): `ember CMD --help` prints its
+# usage on stdout and exits 0; a bad option exits 2 and a failing run 1,
+# and every message line on stderr (continuation lines are indented)
+# starts with "ember CMD: "
+# run WANT CMD ARGS...: runs ember CMD ARGS, checks the exit status
+run() {
+  want=$1; shift
+  st=0; $EMBER "$@" > "$tmp/rule.out" 2> "$tmp/rule.err" || st=$?
+  [ "$st" = "$want" ] ||
+    fail "ember $*: exit status $st, wanted $want: $(cat "$tmp/rule.err")"
+}
+# prefixed CMD ARGS...: every unindented stderr line starts "ember CMD: "
+prefixed() {
+  [ -s "$tmp/rule.err" ] || fail "ember $*: no message on stderr"
+  if grep -v '^ ' "$tmp/rule.err" | grep -qv "^ember $1: "; then
+    fail "ember $*: a message without the \"ember $1: \" prefix: $(cat "$tmp/rule.err")"
+  fi
+}
+nodb=$tmp/no-such-db
+for cmd in import record agent query repl stats verify help; do
+  run 0 $cmd --help
+  grep -q "^usage: ember $cmd " "$tmp/rule.out" ||
+    fail "ember $cmd --help: $(head -3 "$tmp/rule.out")"
+  [ ! -s "$tmp/rule.err" ] || fail "ember $cmd --help wrote to stderr"
+  run 2 $cmd --no-such-option
+  prefixed $cmd --no-such-option
+  grep -q -- '--no-such-option' "$tmp/rule.err" ||
+    fail "ember $cmd: the bad option is not named: $(cat "$tmp/rule.err")"
+done
+# a missing -d, a missing value, a stray argument: usage errors too
+for args in "stats" "verify -d" "query -d $db" "import -d $db" \
+    "stats -d $db extra" "record -d $nodb --frequency" "help a b"; do
+  set -- $args
+  run 2 "$@"
+  prefixed "$@"
+done
+# failing runs: exit 1, prefixed
+run 1 import -d "$tmp/db3" "$tmp/nope.txt"; prefixed import
+run 1 query -d "$nodb" "$T"; prefixed query
+run 1 query -d "$db" '{service=}'; prefixed query
+run 1 stats -d "$nodb"; prefixed stats
+run 1 verify -d "$nodb"; prefixed verify
+run 1 repl -d "$nodb" < /dev/null; prefixed repl
+echo 'merge({)' > "$tmp/bad.script"
+run 1 repl -d "$db" < "$tmp/bad.script"; prefixed repl
+# a script's notes too (a .format that does not fit, summed snapshots)
+printf '.format spark\nmerge(memory:inuse_space:bytes:space:bytes{service="demo"})\n' \
+  > "$tmp/note.script"
+run 0 repl -d "$db" < "$tmp/note.script"; prefixed repl
+# record and agent fail before touching the database: without root, or
+# for a process that does not exist
+run 1 record -d "$nodb" --pid 999999999 --duration 1s; prefixed record
+run 1 agent -d "$nodb" --pid 999999999; prefixed agent
+[ ! -e "$nodb" ] || fail "a failed record created its database"
+# -l is checked before any file is read: a bad label name creates nothing
+run 2 import -d "$tmp/db4" -l 1x=y $data/1732170000000.txt; prefixed import
+[ ! -e "$tmp/db4" ] || fail "import with a bad -l created its database"
+# ember --version, listed in ember --help
+run 0 --version
+grep -q '^ember [0-9]' "$tmp/rule.out" || fail "--version: $(cat "$tmp/rule.out")"
+$EMBER --help | grep -q -- '--version' || fail "ember --help does not list --version"
+run 2 --no-such-option
+run 2 no-such-command
 $EMBER verify -d "$db" > /dev/null || fail "final verify"
 echo "cli: ok"

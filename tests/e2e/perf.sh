@@ -8,8 +8,10 @@
 # -g. Its `perf script` text is imported twice: with --format perf, and
 # with --header text left to auto-detection. Then, for both databases:
 #   a. the sample count equals the sum of perf report's per-symbol counts;
-#   b. `ember query -o top` puts hot first, with a flat share within 2
-#      percentage points of perf report --no-children --sort sym;
+#   b. `ember query -o top` puts hot first, and every function's flat
+#      samples (the leaf's) equal perf report --no-children --sort sym's
+#      for its symbol, exactly: both read the same samples, so there is
+#      no sampling error and no tolerance to flip on;
 #   c. the samples carry comm=hot and the event, and a --window split
 #      keeps the total.
 # Without perf or clang, or where perf_event_open is not allowed, the test
@@ -44,13 +46,25 @@ samples=$(awk '$1 !~ /^#/ && NF >= 4 { n += $2 } END { print n + 0 }' "$tmp/repo
 want=$(awk '$3 == "[.]" && $4 == "hot" { sub(/%/, "", $1); print $1 }' "$tmp/report")
 [ "$samples" -gt 100 ] || fail "perf report: too few samples ($samples)"
 [ -n "$want" ] || fail "perf report does not list hot: $(head -20 "$tmp/report")"
+# perf report's flat samples per symbol, "NAME<TAB>COUNT" sorted
+perf report -i "$tmp/x.data" --stdio --no-children --sort sym \
+  -F sample,sym -q -g none 2> /dev/null |
+  awk '$1 ~ /^[0-9]+$/ { n = $1; sub(/^ *[0-9]+ +\[[^]]*\] /, "");
+    c[$0] += n } END { for (s in c) print s "\t" c[s] }' |
+  LC_ALL=C sort > "$tmp/perf.flat"
 
 $EMBER import -d "$tmp/db" --format perf "$tmp/x.txt" 2> "$tmp/imp" ||
   fail "import --format perf: $(cat "$tmp/imp")"
 $EMBER import -d "$tmp/db2" "$tmp/xh.txt" 2> "$tmp/imp2" ||
   fail "import (auto-detected, --header): $(cat "$tmp/imp2")"
 
-# check DB: the total, the first row of top and hot's flat share
+# flat DB: Ember's samples per leaf function, as perf.flat
+flat() {
+  $EMBER query -d "$1" -o collapsed "$TYPE{}" |
+    awk '{ v = $NF; s = $0; sub(/ [^ ]+$/, "", s); n = split(s, f, ";");
+      c[f[n]] += v } END { for (k in c) print k "\t" c[k] }' | LC_ALL=C sort
+}
+# check DB: the total, the first row of top and every function's flat samples
 check() {
   $EMBER query -d "$1" "$TYPE{}" -o top > "$tmp/top" || fail "query $1"
   grep -q "of $samples total" "$tmp/top" ||
@@ -58,9 +72,11 @@ check() {
   first=$(sed -n 4p "$tmp/top" | awk '{ print $NF }')
   got=$(sed -n 4p "$tmp/top" | awk '{ sub(/%/, "", $2); print $2 }')
   [ "$first" = hot ] || fail "$1: first row is not hot: $(sed -n 4p "$tmp/top")"
-  awk -v a="$got" -v b="$want" 'BEGIN { d = a - b; exit !(d <= 2 && d >= -2) }' ||
-    fail "$1: hot has $got% flat, perf report says $want%"
-  echo "perf: ${1##*/}: hot $got% flat of $samples samples (perf report: $want%)"
+  flat "$1" > "$tmp/ember.flat" || fail "query -o collapsed $1"
+  diff "$tmp/perf.flat" "$tmp/ember.flat" > "$tmp/flat.diff" ||
+    fail "$1: flat samples differ from perf report's (< perf, > ember): $(head -10 "$tmp/flat.diff")"
+  echo "perf: ${1##*/}: hot $got% flat of $samples samples (perf report: $want%)," \
+       "all $(wc -l < "$tmp/perf.flat") functions' flat samples equal"
 }
 check "$tmp/db"
 check "$tmp/db2"

@@ -3,10 +3,10 @@
 # record` and `ember agent` on this machine, judged by what the fixtures
 # (tests/fixtures/*.c, built here with clang -O2 -g -fno-omit-frame-pointer)
 # are known to do and by `perf record` run at the same time.
-#   1. hotcold: >= 80% of its samples end in hot_leaf, hot:cold near 9:1
-#      (cold's share 10% +- 3.5 points, so 6.4..14.4, or 3 binomial sigmas
-#      when few samples), the chain holds middle and main, and its
-#      mapping's build id is readelf's;
+#   1. hotcold: 88% of its samples end in hot_leaf (less 5 binomial
+#      sigmas), hot:cold near 9:1 (cold's share 10% +- 3.5 points, so
+#      6.4..14.4, or 5 sigmas when few samples), the chain holds middle
+#      and main, and its mapping's build id is readelf's;
 #   2. syscalls: kernel frames (entry_SYSCALL_64*, do_syscall_64) sit under
 #      the user frames (main) of the same samples (copy_loop is not
 #      required: libc's read has no frame of its own, so a frame-pointer
@@ -15,9 +15,13 @@
 #      runs: > 90% of their samples symbolized (names, not 0x addresses);
 #   4. nothing is left behind: the BPF programs, maps, links and perf
 #      events seen during a run are gone after it (bpftool);
-#   5. the leaf shares of hotcold and syscalls agree with `perf record -F 99
-#      -a -g` run at the same time, within 5 points (or 3 binomial sigmas
-#      when a busy machine leaves the fixtures few samples);
+#   5. the shares of hotcold's and syscalls' user functions (each
+#      sample's innermost user frame) agree with `perf record -e cpu-clock
+#      -F 99 -a -g` run at the same time: every function of either,
+#      aliases joined, within 5 sigmas of the difference of two binomial
+#      shares or 2 points (tests/e2e/lib/leaf_agree.py: no cut on shares
+#      that a function near it could flip); no frame carries a glibc
+#      internal alias (__GI_*);
 #   6. as a non-root user, `ember record` prints one line, exits non-zero
 #      and creates no database;
 #   7. --pid records that process only and stops when it exits; `ember
@@ -143,6 +147,11 @@ leafshare() {
 }
 # within A B TOL: |A - B| <= TOL
 within() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; exit !(d <= t && -d <= t) }'; }
+# atleast SHARE N P: a share of SHARE percent of N samples is no more than
+# 5 binomial sigmas below the expected P (a fraction): a busy machine that
+# leaves a fixture few samples widens the bound instead of failing it
+atleast() { awk -v s="$1" -v n="$2" -v p="$3" 'BEGIN { n = n > 0 ? n : 1;
+  exit !(s >= 100 * (p - 5 * sqrt(p * (1 - p) / n))) }'; }
 
 # ---- run A: the whole machine at 99 Hz, hotcold and syscalls busy, perf too --
 nice -n -5 "$FX/hotcold" 9 & hc=$!
@@ -151,7 +160,7 @@ pids="$hc $sc"
 sleep 0.3
 have_perf=0
 if command -v perf > /dev/null; then
-  nice -n -10 perf record -q -F 99 -a -g -o "$tmp/perf.data" -- sleep 7 \
+  nice -n -10 perf record -q -e cpu-clock -F 99 -a -g -o "$tmp/perf.data" -- sleep 7 \
     > /dev/null 2> "$tmp/perf.err" & pp=$!
   have_perf=1
 fi
@@ -195,14 +204,14 @@ chain=$(awk '{ v = $NF; if ($0 ~ /;hot_leaf [0-9]+$/) { h += v;
   END { printf "%.1f\n", h ? 100 * c / h : 0 }' "$tmp/hc.txt")
 ratio=$(awk -v h="$hot" -v c="$cold" 'BEGIN { printf "%.2f\n", (c > 0 ? h / c : 999) }')
 # cold's share of hot + cold is 10% +- 3.5 points (hot:cold 6.4..14.4),
-# widened to 3 binomial sigmas when a busy machine left few samples
-cbound=$(awk -v n="$n" 'BEGIN { d = 3 * sqrt(0.09 / (n > 0 ? n : 1));
+# widened to 5 binomial sigmas when a busy machine left few samples
+cbound=$(awk -v n="$n" 'BEGIN { d = 5 * sqrt(0.09 / (n > 0 ? n : 1));
   printf "%.3f\n", (d > 0.035 ? d : 0.035) }')
 cshare=$(awk -v h="$hot" -v c="$cold" 'BEGIN { printf "%.3f\n", (h + c > 0 ? c / (h + c) : 1) }')
-if [ "$n" -lt 100 ]; then
+if [ "$n" -lt 20 ]; then
   bad "1: only $n samples of hotcold (~700 expected on an idle machine)"
-elif ! awk -v h="$hot" 'BEGIN { exit !(h >= 80) }'; then
-  bad "1: hot_leaf is $hot% of hotcold's $n samples (want >= 80%)"
+elif ! atleast "$hot" "$n" 0.88; then
+  bad "1: hot_leaf is $hot% of hotcold's $n samples (want 88% less 5 sigmas)"
 elif ! within "$cshare" 0.10 "$cbound"; then
   bad "1: hot:cold is $ratio (hot $hot%, cold $cold%): cold's share $cshare is not 0.10 +- $cbound"
 elif ! awk -v c="$chain" 'BEGIN { exit !(c >= 90) }'; then
@@ -231,7 +240,7 @@ set -- $(awk '{ v = $NF; t += v;
   if ($0 ~ /entry_SYSCALL_64/ && $0 ~ /;do_syscall_64;/) { k += v;
     if ($0 ~ /(^|;)main;(.*;)?entry_SYSCALL_64[a-z_]*;(.*;)?do_syscall_64;/) u += v } }
   END { print t + 0, k + 0, u + 0 }' "$tmp/sc.txt")
-if [ "$1" -lt 100 ]; then
+if [ "$1" -lt 20 ]; then
   bad "2: only $1 samples of syscalls"
 elif [ $(( $2 * 100 )) -lt $(( $1 * 50 )) ]; then
   bad "2: only $2 of $1 syscalls samples have entry_SYSCALL_64 and do_syscall_64: $(head -3 "$tmp/sc.txt")"
@@ -241,41 +250,33 @@ else
   ok "2: syscalls: $2 of $1 samples in the kernel, $3 of them under main"
 fi
 
-# 5. agreement with perf record
+# 5. agreement with perf record: every function, no cut on shares
 if [ $have_perf = 0 ]; then
   bad "5: perf record did not run: $(cat "$tmp/perf.err" 2> /dev/null)"
 else
+  libs=$(ldd "$FX/syscalls" | awk '$3 ~ /^\// { print $3 }')
   worst=0; cmp=""
   for c in hotcold syscalls; do
-    perf report -i "$tmp/perf.data" --stdio --no-children --percentage relative \
-      --comm $c --sort sym -q -g none 2> /dev/null |
-      awk '$1 ~ /%$/ { sub(/%/, "", $1); print $1, $3 }' | head -n 3 > "$tmp/perf.$c"
     [ $c = hotcold ] && f=$tmp/hc.txt || f=$tmp/sc.txt
-    ns=$(total "$f")
-    np=$(perf report -i "$tmp/perf.data" --stdio --no-children --comm $c \
-      --sort comm -F sample -q -g none 2> /dev/null | awk '{ n += $1 } END { print n + 0 }')
-    if [ "$ns" -lt 100 ] || [ "$np" -lt 100 ]; then
-      worst=1; cmp="$cmp $c: $ns samples in ember, $np in perf (want 100);"
-      continue
-    fi
-    while read -r pshare sym; do
-      awk -v p="$pshare" 'BEGIN { exit !(p >= 5) }' || continue
-      eshare=$(leafshare "$f" "$sym")
-      # 5 points, or 3 sigmas of the difference of two binomial shares
-      tol=$(awk -v p="$pshare" -v a="$ns" -v b="$np" 'BEGIN { p /= 100;
-        t = 300 * sqrt(p * (1 - p) * (1 / (a ? a : 1) + 1 / (b ? b : 1)));
-        printf "%.1f\n", (t > 5 ? t : 5) }')
-      cmp="$cmp $c/$sym perf $pshare% ember $eshare% (+-$tol);"
-      if ! within "$pshare" "$eshare" "$tol"; then worst=1; fi
-    done < "$tmp/perf.$c"
+    perf script -i "$tmp/perf.data" --comm $c -F ip,sym,dso \
+      > "$tmp/perf.$c" 2> /dev/null
+    line=$(python3 tests/e2e/lib/leaf_agree.py $c "$tmp/perf.$c" "$f" \
+      "$FX/$c" $libs) || worst=1
+    cmp="$cmp $line;"
   done
-  if [ -z "$cmp" ]; then
-    bad "5: perf report listed nothing for hotcold or syscalls"
-  elif [ $worst = 0 ]; then
-    ok "5: leaf shares agree with perf:$cmp"
+  if [ $worst = 0 ]; then
+    ok "5: user function shares agree with perf:$cmp"
   else
-    bad "5: leaf shares differ from perf:$cmp"
+    bad "5: user function shares differ from perf:$cmp"
   fi
+fi
+# 5b. libc's functions by their public names, never glibc's internal
+# aliases (__GI___libc_read, where perf and gdb say read)
+gi=$(cat "$tmp/hc.txt" "$tmp/sc.txt" | tr ';' '\n' | grep -c '^__GI_')
+if [ "$gi" = 0 ]; then
+  ok "5: no frame of hotcold or syscalls is named by a glibc internal alias"
+else
+  bad "5: $gi frames named __GI_*: $(grep -h '__GI_' "$tmp/hc.txt" "$tmp/sc.txt" | head -3)"
 fi
 
 # 7a. labels, both types and the self-metrics
@@ -307,8 +308,8 @@ pids=
 p=$($EMBER query -d "$tmp/b.db" -o csv "label_values(pid, $TYPE)" | awk 'NR > 1' | tr '\n' ' ')
 collapsed "$tmp/b.db" "$TYPE" > "$tmp/b.txt"
 hot=$(leafshare "$tmp/b.txt" hot_leaf)
-if [ $rcb = 0 ] && [ "$p" = "$hc " ] && [ "$(total "$tmp/b.txt")" -ge 100 ] &&
-   awk -v h="$hot" 'BEGIN { exit !(h >= 80) }' && [ "$secs" -le 10 ]; then
+if [ $rcb = 0 ] && [ "$p" = "$hc " ] && [ "$(total "$tmp/b.txt")" -ge 20 ] &&
+   atleast "$hot" "$(total "$tmp/b.txt")" 0.88 && [ "$secs" -le 10 ]; then
   ok "7: --pid $hc: only that process, $(total "$tmp/b.txt") samples, hot_leaf $hot%, stopped when it exited (${secs} s of 60)"
 else
   bad "7: --pid $hc (exit $rcb): pids '$p', $(total "$tmp/b.txt") samples, hot_leaf $hot%, ran ${secs} s (the process lived 4): $(cat "$tmp/b.err")"
@@ -343,11 +344,11 @@ symb() {
 set -- $(symb "$tmp/bu.txt") $(symb "$tmp/bd.txt")
 if [ $rcc != 0 ]; then
   bad "3: record (run C) exited $rcc: $(cat "$tmp/c.err")"
-elif [ "$npid" -lt 15 ] || [ "$1" -lt 100 ]; then
-  bad "3: burners: $npid processes, $1 samples (want >= 15 and >= 100)"
+elif [ "$npid" -lt 15 ] || [ "$1" -lt 40 ]; then
+  bad "3: burners: $npid processes, $1 samples (want >= 15 and >= 40)"
 elif [ $(( $2 * 100 )) -le $(( $1 * 90 )) ] || [ $(( $3 * 100 )) -le $(( $1 * 80 )) ]; then
   bad "3: burners: $2 of $1 samples symbolized, $3 in burn_inner: $(grep '0x' "$tmp/bu.txt" | head -3)"
-elif [ "$4" -lt 50 ] || [ $(( $5 * 100 )) -le $(( $4 * 90 )) ] ||
+elif [ "$4" -lt 20 ] || [ $(( $5 * 100 )) -le $(( $4 * 90 )) ] ||
      [ $(( $6 * 100 )) -le $(( $4 * 80 )) ]; then
   bad "3: deleted binary: $5 of $4 samples symbolized, $6 in burn_inner: $(head -3 "$tmp/bd.txt")"
 else

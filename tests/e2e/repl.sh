@@ -81,7 +81,7 @@ grep -q 'does not fit' "$tmp/err" || fail "no note for flame on a series"
 # statement still succeeds.
 repl "$CPU{worker=\"hsah\"}" "$tmp/got" "$tmp/err"
 [ "$st" = 0 ] || fail "a query that matched nothing failed the statement"
-grep -q '^ember query: note: .*has worker="hsah" (did you mean "hash"?)' \
+grep -q '^ember repl: line [0-9]*: note: .*has worker="hsah" (did you mean "hash"?)' \
     "$tmp/err" || fail "no note for worker=hsah: $(cat "$tmp/err")"
 
 # Metadata commands.

@@ -747,23 +747,63 @@ static void test_debuglink(void **state)
 
 /* ---- the symbol table index ------------------------------------------- */
 
-/* The start address of the function symbol NAME in MOD, 0 when none. */
-static GElf_Addr dwfl_sym_addr(Dwfl_Module *mod, const char *name)
+/* True when a function symbol named NAME starts at ADDR in MOD (a
+** .symtab name may carry a version, "fopen@@GLIBC_2.2.5", that the index
+** cuts off; a name may be at several addresses: local ones, versions). */
+static bool dwfl_sym_at(Dwfl_Module *mod, const char *name, GElf_Addr at)
 {
     int n = dwfl_module_getsymtab(mod);
+    size_t len = strlen(name);
 
     for (int i = 1; i < n; i++) {
         GElf_Sym sym;
         GElf_Addr addr;
         const char *s = dwfl_module_getsym_info(mod, i, &sym, &addr, NULL,
                                                 NULL, NULL);
-        if (s != NULL && strcmp(s, name) == 0 && sym.st_shndx != SHN_UNDEF)
-            return addr;
+        if (s != NULL && addr == at && strncmp(s, name, len) == 0 &&
+            (s[len] == '\0' || s[len] == '@') && sym.st_shndx != SHN_UNDEF)
+            return true;
     }
-    return 0;
+    return false;
 }
 
-/* The sorted index answers as libdw's dwfl_module_addrname does, over
+/* libc's functions are named as their callers know them (issue 12),
+** though glibc gives each several aliases at one address: read is also
+** __read, __libc_read and the DWARF of libc6-dbg's __GI___libc_read;
+** getpid is a weak getpid and a global __getpid; write has only weak and
+** local names. Through the shipped path (this process, /proc/self/maps,
+** the symbol index and DWARF when libc6-dbg is installed), at an address
+** inside each function found by dlsym. */
+static void test_libc_aliases(void **state)
+{
+    static const char *const names[] = {
+        "read", "write", "malloc", "free", "calloc", "realloc", "close",
+        "open", "getpid", "nanosleep", "fopen", "fclose", "printf", "qsort",
+        "pthread_mutex_lock",
+    };
+    em_symbolizer *s = NULL;
+    em_pset set = { 0 };
+
+    (void)state;
+    assert_int_equal(em_symbolizer_new(&s), EMBER_OK);
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        void *p = dlsym(RTLD_DEFAULT, names[i]);
+        uint64_t a = (uint64_t)(uintptr_t)p + 1;
+        const ember_function *f;
+        uint32_t loc;
+        assert_non_null(p);
+        assert_int_equal(em_symbolize_user(s, &set, (uint32_t)getpid(), &a,
+                                           1, &loc), EMBER_OK);
+        f = loc_outer(&set, loc);
+        assert_non_null(f);
+        if (strcmp(f->name, names[i]) != 0)
+            fail_msg("%s at %p is named %s", names[i], p, f->name);
+    }
+    em_pset_free(&set);
+    em_symbolizer_free(s);
+}
+
+/* The sorted index answers as libdw's dwfl_module_addrinfo does, over
 ** libc's function symbols (no DWARF; its .dynsym or .symtab): the same
 ** name, or an alias starting at the same address. Addresses at each
 ** function's start, middle and last byte. */
@@ -807,15 +847,19 @@ static void test_symtab_index(void **state)
         probe[1] = addr + sym.st_size / 2;
         probe[2] = addr + sym.st_size - 1;
         for (int k = 0; k < 3; k++, checked++) {
-            const char *want = dwfl_module_addrname(mod, probe[k]), *got;
+            GElf_Off off = 0;
+            GElf_Sym ws;
+            const char *want = dwfl_module_addrinfo(mod, probe[k], &off, &ws,
+                                                    NULL, NULL, NULL), *got;
             assert_int_equal(em_symb_file_symbol(f, probe[k], &got),
                              EMBER_OK);
             assert_non_null(want);
             assert_non_null(got);
             if (strcmp(want, got) != 0) {
-                GElf_Addr wa = dwfl_sym_addr(mod, want);
-                assert_true(wa != 0);
-                assert_int_equal(wa, dwfl_sym_addr(mod, got));
+                if (!dwfl_sym_at(mod, got, probe[k] - off))
+                    fail_msg("%#llx: libdw says %s at %#llx, the index %s",
+                             (unsigned long long)probe[k], want,
+                             (unsigned long long)(probe[k] - off), got);
                 aliases++;
             }
         }
@@ -1334,6 +1378,7 @@ int main(void)
         cmocka_unit_test(test_file_identity),
         cmocka_unit_test(test_debuglink),
         cmocka_unit_test(test_symtab_index),
+        cmocka_unit_test(test_libc_aliases),
         cmocka_unit_test(test_subprogram_table),
         cmocka_unit_test(test_demangle),
         cmocka_unit_test(test_perfmap_line),
