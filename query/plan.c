@@ -242,19 +242,12 @@ static int sel_resolve(pctx *c, const em_node *n, em_psel *ps)
 
 /* ---- profile chains ------------------------------------------------------------ */
 
-static bool chain_has_top(const em_pop *ops, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (ops[i].op == EM_OP_TOP)
-            return true;
-    return false;
-}
-
-/* True for a filter that changes which stacks or frames later filters
-** see in a way the engine cannot apply first (top, hide, show). */
+/* True for a filter that changes which frames later filters see in a way
+** the engine cannot apply first (hide, show). A top keeps every stack: it
+** only limits the rows a renderer shows. */
 static bool op_reshapes(int op)
 {
-    return op == EM_OP_TOP || op == EM_OP_HIDE || op == EM_OP_SHOW;
+    return op == EM_OP_HIDE || op == EM_OP_SHOW;
 }
 
 static bool chain_reshaped(const em_pop *ops, size_t n)
@@ -365,16 +358,16 @@ static int op_count(pctx *c, const em_node *n, size_t *out)
 
 static int plan_pexpr(pctx *c, const em_node *n, em_plan *p);
 
-/* Adds stack filter OP (a focus, ignore or top over P) to P: to its chain,
-** or for a diff to both sides while that commutes (a focus or ignore
-** before any top on the diff), else after the diff. */
+/* Adds stack filter OP (a focus, ignore, hide, show or top over P) to P:
+** to its chain, or for a diff to both sides while that commutes (a focus
+** or ignore before any other filter on the diff), else after the diff. */
 static int pexpr_add_op(pctx *c, const em_node *n, em_plan *p, em_pop op)
 {
     int rc;
 
     if (p->kind == EMBER_RESULT_PROFILE)
         return chain_add(&p->a, op);
-    if (op_reshapes(op.op) || p->npost > 0) {
+    if (op.op == EM_OP_TOP || op_reshapes(op.op) || p->npost > 0) {
         if ((rc = ops_push(&p->post, &p->npost, &op)) != EMBER_OK)
             op_free(&op);
         return rc;
@@ -418,8 +411,6 @@ static int plan_filter(pctx *c, const em_node *n, em_plan *p)
         op_free(&op);
         return rc;
     }
-    if (op.op == EM_OP_TOP)
-        p->top_limit = op.n;
     return pexpr_add_op(c, n, p, op);
 }
 
@@ -434,7 +425,7 @@ static bool labels_same(char **a, size_t na, char **b, size_t nb)
 }
 
 /* merge [by|without (l...)] (P): P's profile, regrouped. Filters commute
-** with summing profiles, a top does not: regrouping below a top is refused. */
+** with summing profiles, and a top only limits rows, so any may sit below. */
 static int plan_merge(pctx *c, const em_node *n, em_plan *p)
 {
     const em_call *call = &n->u.call;
@@ -454,10 +445,6 @@ static int plan_merge(pctx *c, const em_node *n, em_plan *p)
     if (same || (call->grouping == EM_GROUP_NONE &&
                  p->a.grouping == EM_GROUP_NONE))
         return EMBER_OK;
-    if (chain_has_top(p->a.ops, p->a.nops))
-        return em_query_error(c->text, call->name_pos, "merge cannot "
-                              "regroup what top(...) kept: group inside "
-                              "top instead, as top(merge by (...) (...), N)");
     p->a.grouping = call->grouping;
     p->a.labels = call->labels;
     p->a.nlabels = call->nlabels;

@@ -69,7 +69,6 @@ struct em_plan {
     em_pchain a, b;
     em_pop *post;               /* owned */
     size_t npost;
-    size_t top_limit;           /* the outermost top's N; 0: none */
     /* SERIES: TOTAL reads a (no grouping, no top); the others arg */
     em_plan *arg;
     int grouping;               /* sum ... bottomk: EM_GROUP_* */
