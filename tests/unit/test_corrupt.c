@@ -594,6 +594,46 @@ static void test_function_postings(void **state)
     check_clean();
 }
 
+/* A stored set of the right size with one id swapped for another: verify
+** must say which ids differ, not "holds N ids, the records say N". */
+static void test_postings_same_size(void **state)
+{
+    uint32_t fn = 0, gone, extra = 1000;
+    char want_gone[64], want_extra[64];
+    roaring_bitmap_t *bm;
+    saved sv;
+    char *bytes;
+    size_t n;
+    ember_db *db;
+
+    (void)state;
+    save(&sv, "fpost", MDB_INTEGERKEY, &fn, sizeof fn);
+    bm = roaring_bitmap_portable_deserialize_safe((char *)sv.val, sv.vlen);
+    assert_non_null(bm);
+    assert_true(roaring_bitmap_get_cardinality(bm) > 0);
+    assert_false(roaring_bitmap_contains(bm, extra));
+    gone = roaring_bitmap_minimum(bm);
+    roaring_bitmap_remove(bm, gone);
+    roaring_bitmap_add(bm, extra);
+    n = roaring_bitmap_portable_size_in_bytes(bm);
+    bytes = malloc(n);
+    assert_non_null(bytes);
+    roaring_bitmap_portable_serialize(bm, bytes);
+    roaring_bitmap_free(bm);
+    damage(&sv, bytes, n);
+    free(bytes);
+    snprintf(want_extra, sizeof want_extra, "1 stored that no record names "
+             "(first: stack %u)", extra);
+    snprintf(want_gone, sizeof want_gone, "1 named by records, not stored "
+             "(first: stack %u)", gone);
+    db = tu_open(fx.dir, 0);
+    verify_reports(db, "function postings function 0", want_extra,
+                   want_gone);
+    ember_close(db);
+    restore(&sv);
+    check_clean();
+}
+
 /* The head summary (u32 nchunks first) and a meta counter (u64). */
 static void test_head_and_meta(void **state)
 {
@@ -640,6 +680,7 @@ int main(void)
         cmocka_unit_test(test_string_record),
         cmocka_unit_test(test_postings_bitmap),
         cmocka_unit_test(test_function_postings),
+        cmocka_unit_test(test_postings_same_size),
         cmocka_unit_test(test_head_and_meta),
     };
     return cmocka_run_group_tests_name("corrupt", tests, setup, teardown);
