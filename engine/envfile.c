@@ -153,6 +153,8 @@ int em_envfile_check(const char *dir, bool rdonly)
                : em_err(EMBER_EIO, "%s: %s", path, strerror(errno));
     if (fstat(fd, &st) != 0) {
         rc = em_err(EMBER_EIO, "%s: %s", path, strerror(errno));
+    } else if (!S_ISREG(st.st_mode)) {
+        rc = em_err(EMBER_EFORMAT, "%s: not a regular file", path);
     } else if (st.st_size == 0) {
         /* LMDB makes a new environment of an empty file: fine for a
         ** writer, which would create one anyway; nothing for a reader. */
@@ -161,11 +163,11 @@ int em_envfile_check(const char *dir, bool rdonly)
                              "was truncated", path) : EMBER_OK;
     } else {
         rc = metas_read(path, fd, st.st_size, m);
-        cur = m[1].txnid > m[0].txnid;
         /* The size after the meta: a writer extends the file before it
         ** writes the meta page that counts the new pages. */
         if (rc == EMBER_OK && fstat(fd, &st) != 0)
             rc = em_err(EMBER_EIO, "%s: %s", path, strerror(errno));
+        cur = rc == EMBER_OK && m[1].txnid > m[0].txnid;
         if (rc == EMBER_OK)
             rc = meta_check(path, cur, &m[cur], st.st_size);
     }
