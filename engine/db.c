@@ -20,6 +20,7 @@
 #define EM_MAP_HEADROOM (64ull << 20)   /* grow when less than this is free */
 #define EM_GROW_WAIT_S 30
 #define EM_DEFAULT_CACHE (256ull << 20)
+#define EM_MAX_READERS 1024
 
 const char *const em_dbi_names[EM_D_COUNT] = {
     "str", "map", "fn", "loc", "stk", "ser",
@@ -203,7 +204,8 @@ int em_wtxn_commit(em_wtxn *w)
     if (rc == EMBER_OK)
         rc = em_counters_store(w);
     if (rc == EMBER_OK) {
-        rc = em_lmdb(mdb_txn_commit(w->txn), "commit");
+        rc = em_envfile_write_err(w->db->dir, mdb_txn_commit(w->txn),
+                                  "commit");
         w->txn = NULL;          /* commit frees the txn, success or not */
     }
     if (w->txn != NULL) {
@@ -363,27 +365,55 @@ static int dir_prepare(ember_db *db, const char *dir)
     return EMBER_OK;
 }
 
-static int env_open(ember_db *db)
+/* mdb_env_open of a fresh handle with FLAGS and our sizes. */
+static int env_open_flags(ember_db *db, unsigned flags)
 {
-    unsigned flags = MDB_NOTLS | MDB_NORDAHEAD;
-    int mrc;
+    int mrc = mdb_env_create(&db->env);
 
-    if (db->rdonly)
-        flags |= MDB_RDONLY;
-    if (db->opts.sync != EMBER_SYNC_FULL)
-        flags |= MDB_NOSYNC;
-    mrc = mdb_env_create(&db->env);
     if (mrc == MDB_SUCCESS)
         mrc = mdb_env_set_maxdbs(db->env, EM_D_COUNT + 4);
     if (mrc == MDB_SUCCESS)
-        mrc = mdb_env_set_maxreaders(db->env, 1024);
+        mrc = mdb_env_set_maxreaders(db->env, EM_MAX_READERS);
     if (mrc == MDB_SUCCESS)
         mrc = mdb_env_set_mapsize(db->env, (size_t)db->opts.map_size);
     if (mrc == MDB_SUCCESS)
         mrc = mdb_env_open(db->env, db->dir, flags, 0600);
-    if (mrc == EACCES || mrc == EAGAIN || mrc == EBUSY)
+    if (mrc != MDB_SUCCESS && db->env != NULL) {
+        mdb_env_close(db->env);     /* a failed open leaves it unusable */
+        db->env = NULL;
+    }
+    return mrc;
+}
+
+static int env_open(ember_db *db)
+{
+    unsigned flags = MDB_NOTLS | MDB_NORDAHEAD;
+    int mrc, rc = em_envfile_check(db->dir, db->rdonly);
+
+    if (rc == EMBER_OK && !db->rdonly)
+        rc = em_envfile_lock_prepare(db->dir, EM_MAX_READERS);
+    if (rc != EMBER_OK)
+        return rc;
+    if (db->rdonly)
+        flags |= MDB_RDONLY;
+    if (db->opts.sync != EMBER_SYNC_FULL)
+        flags |= MDB_NOSYNC;
+    mrc = env_open_flags(db, flags);
+    if (mrc == EACCES && db->rdonly) {
+        /* lock.mdb is not ours to write: read without LMDB's lock, as it
+        ** does itself on a read-only file system. Nothing then stops a
+        ** writer from reusing the pages of our snapshot (see
+        ** docs/getting-started.md). */
+        mrc = env_open_flags(db, flags | MDB_NOLOCK);
+        db->nolock = mrc == MDB_SUCCESS;
+    }
+    if (mrc == EACCES)
+        return em_envfile_denied(db->dir, db->rdonly);
+    if (mrc == EAGAIN || mrc == EBUSY)
         return em_err(EMBER_EBUSY, "%s: cannot lock: %s", db->dir,
                       mdb_strerror(mrc));
+    if (mrc != MDB_SUCCESS && !db->rdonly)     /* it may have written */
+        return em_envfile_write_err(db->dir, mrc, "open");
     if (mrc != MDB_SUCCESS)
         return em_err_prefix(em_lmdb(mrc, "open"), "%s", db->dir);
     return EMBER_OK;
@@ -417,37 +447,139 @@ static int db_init_content(em_wtxn *w)
     return rc;
 }
 
-/* Opens every sub-database; a new database gets its format and content. */
+/* ---- what the environment holds (docs/file-format.md, section 2) ------------ */
+
+enum { ENV_NEW, ENV_EMBER };
+
+static int dbi_index(const MDB_val *name)
+{
+    for (int d = 0; d < EM_D_COUNT; d++)
+        if (strlen(em_dbi_names[d]) == name->mv_size &&
+            memcmp(em_dbi_names[d], name->mv_data, name->mv_size) == 0)
+            return d;
+    return -1;
+}
+
+/* KEY for a message: printable bytes as they are, others as \xNN. */
+static const char *key_text(const MDB_val *key, char *out, size_t cap)
+{
+    const uint8_t *p = key->mv_data;
+    size_t n = 0, i;
+
+    for (i = 0; i < key->mv_size && n + 8 < cap; i++)
+        n += (size_t)snprintf(out + n, cap - n, p[i] >= 0x20 && p[i] < 0x7f &&
+                              p[i] != '"' && p[i] != '\\' ? "%c" : "\\x%02x",
+                              p[i]);
+    snprintf(out + n, cap - n, "%s", i < key->mv_size ? "..." : "");
+    return out;
+}
+
+/* Whether the main database's entry KEY may be part of a database under
+** creation: one of Ember's sub-databases, still empty. */
+static int creation_part(ember_db *db, MDB_txn *txn, const MDB_val *key)
+{
+    char text[64];
+    MDB_dbi dbi;
+    MDB_stat st;
+    int d = dbi_index(key), mrc;
+
+    if (d < 0)
+        return em_err(EMBER_EFORMAT, "%s: not an Ember database: its LMDB "
+                      "environment holds \"%s\", which Ember never writes "
+                      "(Ember makes its tables only in an empty environment)",
+                      db->dir, key_text(key, text, sizeof text));
+    mrc = mdb_dbi_open(txn, em_dbi_names[d], 0, &dbi);
+    if (mrc == MDB_SUCCESS)
+        mrc = mdb_stat(txn, dbi, &st);
+    if (mrc == MDB_INCOMPATIBLE || (mrc == MDB_SUCCESS && st.ms_entries > 0))
+        return em_err(EMBER_EFORMAT, "%s: not an Ember database: its LMDB "
+                      "environment holds \"%s\" with content but no Ember "
+                      "format version (another program's; Ember makes its "
+                      "tables only in an empty environment)", db->dir,
+                      em_dbi_names[d]);
+    return em_lmdb(mrc, em_dbi_names[d]);
+}
+
+/* ENV_EMBER when the environment's meta table has a format version, else
+** ENV_NEW when it holds nothing or only the empty tables of a creation cut
+** short (before db_init); anything else is another program's database:
+** EMBER_EFORMAT, and the caller writes nothing. */
+static int env_kind(ember_db *db, MDB_txn *txn, int *kind)
+{
+    MDB_val k = { 6, "format" }, d;
+    MDB_cursor *cur = NULL;
+    MDB_dbi dbi, main;
+    unsigned flags = 0;
+    int rc = EMBER_OK, mrc = mdb_dbi_open(txn, NULL, 0, &main);
+
+    if (mrc == MDB_SUCCESS)
+        mrc = mdb_dbi_flags(txn, main, &flags);
+    if (mrc == MDB_SUCCESS && flags != 0)   /* Ember's holds table names */
+        return em_err(EMBER_EFORMAT, "%s: not an Ember database: its LMDB "
+                      "environment's main database has flags %#x", db->dir,
+                      flags);
+    if (mrc == MDB_SUCCESS)
+        mrc = mdb_dbi_open(txn, "meta", 0, &dbi);
+    if (mrc == MDB_SUCCESS)
+        mrc = mdb_get(txn, dbi, &k, &d);
+    *kind = mrc == MDB_SUCCESS ? ENV_EMBER : ENV_NEW;
+    if (mrc == MDB_SUCCESS || (mrc != MDB_NOTFOUND &&
+                               mrc != MDB_INCOMPATIBLE))
+        return em_lmdb(mrc, "open: meta");
+    mrc = mdb_cursor_open(txn, main, &cur);
+    for (mrc = mrc ? mrc : mdb_cursor_get(cur, &k, &d, MDB_FIRST);
+         mrc == MDB_SUCCESS && rc == EMBER_OK;
+         mrc = mdb_cursor_get(cur, &k, &d, MDB_NEXT))
+        rc = creation_part(db, txn, &k);
+    if (cur != NULL)
+        mdb_cursor_close(cur);
+    if (rc == EMBER_OK && mrc != MDB_NOTFOUND)
+        rc = em_lmdb(mrc, "open: main database");
+    return rc;
+}
+
+/* Opens every sub-database of an Ember database, or creates them all in a
+** new one; returns 1 when the database still needs its content. */
 static int dbis_open(ember_db *db)
 {
     MDB_txn *txn = NULL;
     uint64_t fmt = 0;
-    int rc;
+    int kind = ENV_NEW, rc;
 
     rc = em_lmdb(mdb_txn_begin(db->env, NULL, db->rdonly ? MDB_RDONLY : 0,
                                &txn), "open: begin");
+    if (rc == EMBER_OK)
+        rc = env_kind(db, txn, &kind);
+    if (rc == EMBER_OK && kind == ENV_NEW && db->rdonly)
+        rc = em_err(EMBER_EFORMAT, "%s: not an Ember database: an empty "
+                    "LMDB environment", db->dir);
     for (int d = 0; rc == EMBER_OK && d < EM_D_COUNT; d++) {
-        unsigned f = dbi_flags(d) | (db->rdonly ? 0 : MDB_CREATE);
+        unsigned f = dbi_flags(d) | (kind == ENV_NEW ? MDB_CREATE : 0), have;
         int mrc = mdb_dbi_open(txn, em_dbi_names[d], f, &db->dbi[d]);
-        if (mrc == MDB_NOTFOUND)
+        if (mrc == MDB_SUCCESS)
+            mrc = mdb_dbi_flags(txn, db->dbi[d], &have);
+        if (mrc == MDB_NOTFOUND || mrc == MDB_INCOMPATIBLE)
             rc = em_err(EMBER_EFORMAT, "%s: not an Ember database (no "
                         "\"%s\" table)", db->dir, em_dbi_names[d]);
+        else if (mrc == MDB_SUCCESS && have != dbi_flags(d))
+            rc = em_err(EMBER_EFORMAT, "%s: not an Ember database (table "
+                        "\"%s\" has LMDB flags %#x, Ember's has %#x)",
+                        db->dir, em_dbi_names[d], have, dbi_flags(d));
         else
             rc = em_lmdb(mrc, em_dbi_names[d]);
     }
     if (rc == EMBER_OK)
         rc = em_meta_get_u64(txn, db, "format", &fmt);
-    if (rc == EMBER_OK && fmt == 0 && db->rdonly)
-        rc = em_err(EMBER_EFORMAT, "%s: not an Ember database", db->dir);
-    if (rc == EMBER_OK && fmt != 0 && fmt != EM_FORMAT_VERSION)
+    if (rc == EMBER_OK && kind == ENV_EMBER && fmt != EM_FORMAT_VERSION)
         rc = em_err(EMBER_EFORMAT, "%s: format version %llu, this Ember "
                     "reads version %u", db->dir, (unsigned long long)fmt,
                     EM_FORMAT_VERSION);
     if (rc == EMBER_OK)
-        rc = em_lmdb(mdb_txn_commit(txn), "open: commit");
-    else
+        rc = em_envfile_write_err(db->dir, mdb_txn_commit(txn),
+                                  "open: commit");
+    else if (txn != NULL)
         mdb_txn_abort(txn);
-    return rc == EMBER_OK && fmt == 0 ? 1 : rc;    /* 1: needs content */
+    return rc == EMBER_OK && kind == ENV_NEW ? 1 : rc; /* 1: needs content */
 }
 
 static int db_init(ember_db *db)
@@ -591,6 +723,5 @@ EMBER_API int ember_sync(ember_db *db)
         return em_err(EMBER_EINVAL, "ember_sync: NULL database");
     if (db->rdonly)
         return EMBER_OK;
-    return em_err_prefix(em_lmdb(mdb_env_sync(db->env, 1), "sync"), "%s",
-                         db->dir);
+    return em_envfile_write_err(db->dir, mdb_env_sync(db->env, 1), "sync");
 }

@@ -197,6 +197,8 @@ struct ember_db {
     char *dir;
     ember_open_opts opts;           /* with defaults filled in */
     bool rdonly;
+    bool nolock;                    /* read-only without lock.mdb (the
+                                    ** user may not write it) */
     pthread_rwlock_t resize_lock;   /* every txn holds it shared; growing
                                     ** the map holds it exclusive */
     pthread_mutex_t wlock;          /* this process's one writer */
@@ -270,6 +272,25 @@ int em_map_grow(ember_db *db);
 int em_meta_get_u64(MDB_txn *txn, ember_db *db, const char *key,
                     uint64_t *v);
 int em_meta_put_u64(MDB_txn *txn, ember_db *db, const char *key, uint64_t v);
+
+/* ---- envfile.c: LMDB's files, checked where LMDB would mislead ---------- */
+
+/* Checks DIR/data.mdb before LMDB maps it: absent (EMBER_ENOTFOUND when
+** RDONLY), empty (EMBER_EFORMAT when RDONLY), not LMDB's (EMBER_EFORMAT),
+** or meta pages that are damaged or count pages past the end of the file
+** (EMBER_ECORRUPT, naming the page and the value). */
+int em_envfile_check(const char *dir, bool rdonly);
+/* The message for MRC, the failure of WHAT, a write to DIR's environment:
+** LMDB reports a short write as EIO, so a full file system is told apart
+** by its free space. Returns the Ember code. */
+int em_envfile_write_err(const char *dir, int mrc, const char *what);
+/* Creates DIR/lock.mdb with its blocks allocated for MAXREADERS when it
+** does not exist yet, so that a full disk is an error (EMBER_EIO, "no
+** space left on device") and not a fault when LMDB first writes to it. */
+int em_envfile_lock_prepare(const char *dir, unsigned maxreaders);
+/* The message for a refused open of DIR: which directory or file this user
+** may not read or write, and what a writer needs. Returns EMBER_EIO. */
+int em_envfile_denied(const char *dir, bool rdonly);
 
 /* ---- table.c: interned tables ------------------------------------------- */
 

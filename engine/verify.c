@@ -254,6 +254,7 @@ typedef struct post_cmp {
     vctx *v;
     MDB_dbi dbi;
     const char *what;
+    const char *ids;                /* what the bitmaps hold: "series" */
 } post_cmp;
 
 static void key_text(const void *key, size_t klen, bool fn, char *out,
@@ -275,6 +276,45 @@ static void key_text(const void *key, size_t klen, bool fn, char *out,
     out[n] = '\0';
 }
 
+/* The first id of A that B lacks, and how many there are (0: none). */
+static uint64_t first_lacking(const roaring_bitmap_t *a,
+                              const roaring_bitmap_t *b, uint32_t *first)
+{
+    roaring_uint32_iterator_t it;
+    uint64_t n = roaring_bitmap_andnot_cardinality(a, b);
+
+    *first = 0;
+    roaring_init_iterator(a, &it);
+    for (; n > 0 && it.has_value; roaring_advance_uint32_iterator(&it))
+        if (!roaring_bitmap_contains(b, it.current_value)) {
+            *first = it.current_value;
+            break;
+        }
+    return n;
+}
+
+/* A stored bitmap that differs from the records': which ids, not only how
+** many (two sets of one size differ too). */
+static void postings_differ(post_cmp *c, const char *name,
+                            const roaring_bitmap_t *have,
+                            const roaring_bitmap_t *want)
+{
+    uint32_t extra_id, lack_id;
+    uint64_t extra = first_lacking(have, want, &extra_id);
+    uint64_t lack = first_lacking(want, have, &lack_id);
+    char a[96] = "", b[96] = "";
+
+    if (extra > 0)
+        snprintf(a, sizeof a, "; %llu stored that no record names (first: "
+                 "%s %u)", (unsigned long long)extra, c->ids, extra_id);
+    if (lack > 0)
+        snprintf(b, sizeof b, "; %llu named by records, not stored (first: "
+                 "%s %u)", (unsigned long long)lack, c->ids, lack_id);
+    problem(c->v, "%s %s: holds %llu ids, the records say %llu%s%s", c->what,
+            name, (unsigned long long)roaring_bitmap_get_cardinality(have),
+            (unsigned long long)roaring_bitmap_get_cardinality(want), a, b);
+}
+
 /* Every expected bitmap must be stored, and equal. */
 static int expected_stored(void *ctx, const void *key, size_t klen,
                            const roaring_bitmap_t *want)
@@ -291,9 +331,7 @@ static int expected_stored(void *ctx, const void *key, size_t klen,
     else if (rc == EMBER_OK && have == NULL)
         problem(c->v, "%s %s: missing", c->what, name);
     else if (rc == EMBER_OK && !roaring_bitmap_equals(have, want))
-        problem(c->v, "%s %s: holds %llu ids, the records say %llu", c->what,
-                name, (unsigned long long)roaring_bitmap_get_cardinality(have),
-                (unsigned long long)roaring_bitmap_get_cardinality(want));
+        postings_differ(c, name, have, want);
     if (have != NULL)
         roaring_bitmap_free(have);
     return rc == EMBER_ECORRUPT ? EMBER_OK : rc;
@@ -322,8 +360,9 @@ static int stored_expected(vctx *v, em_staged *s, MDB_dbi dbi,
 
 static int verify_postings(vctx *v)
 {
-    post_cmp a = { v, v->r.db->dbi[EM_D_POST], "label postings" };
-    post_cmp b = { v, v->r.db->dbi[EM_D_FPOST], "function postings" };
+    post_cmp a = { v, v->r.db->dbi[EM_D_POST], "label postings", "series" };
+    post_cmp b = { v, v->r.db->dbi[EM_D_FPOST], "function postings",
+                   "stack" };
     int rc = em_staged_each(&v->post, expected_stored, &a);
 
     if (rc == EMBER_OK)

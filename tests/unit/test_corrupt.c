@@ -594,6 +594,46 @@ static void test_function_postings(void **state)
     check_clean();
 }
 
+/* A stored set of the right size with one id swapped for another: verify
+** must say which ids differ, not "holds N ids, the records say N". */
+static void test_postings_same_size(void **state)
+{
+    uint32_t fn = 0, gone, extra = 1000;
+    char want_gone[64], want_extra[64];
+    roaring_bitmap_t *bm;
+    saved sv;
+    char *bytes;
+    size_t n;
+    ember_db *db;
+
+    (void)state;
+    save(&sv, "fpost", MDB_INTEGERKEY, &fn, sizeof fn);
+    bm = roaring_bitmap_portable_deserialize_safe((char *)sv.val, sv.vlen);
+    assert_non_null(bm);
+    assert_true(roaring_bitmap_get_cardinality(bm) > 0);
+    assert_false(roaring_bitmap_contains(bm, extra));
+    gone = roaring_bitmap_minimum(bm);
+    roaring_bitmap_remove(bm, gone);
+    roaring_bitmap_add(bm, extra);
+    n = roaring_bitmap_portable_size_in_bytes(bm);
+    bytes = malloc(n);
+    assert_non_null(bytes);
+    roaring_bitmap_portable_serialize(bm, bytes);
+    roaring_bitmap_free(bm);
+    damage(&sv, bytes, n);
+    free(bytes);
+    snprintf(want_extra, sizeof want_extra, "1 stored that no record names "
+             "(first: stack %u)", extra);
+    snprintf(want_gone, sizeof want_gone, "1 named by records, not stored "
+             "(first: stack %u)", gone);
+    db = tu_open(fx.dir, 0);
+    verify_reports(db, "function postings function 0", want_extra,
+                   want_gone);
+    ember_close(db);
+    restore(&sv);
+    check_clean();
+}
+
 /* The head summary (u32 nchunks first) and a meta counter (u64). */
 static void test_head_and_meta(void **state)
 {
@@ -631,6 +671,91 @@ static void test_head_and_meta(void **state)
     check_clean();
 }
 
+/* ---- LMDB's meta pages ------------------------------------------------- */
+
+/* LMDB 0.9's meta page on a 64-bit host: a 16-byte page header, then
+** magic, version, address, map size (at 32), the free list's MDB_db whose
+** first u32 is the page size (at 40), the main MDB_db, the last page (at
+** 136), the txn id. Page 1 starts at the page size. */
+enum { META_MAPSIZE = 32, META_PSIZE = 40, META_LAST = 136 };
+
+static void file_store(const char *path, const void *p, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+
+    assert_non_null(f);
+    assert_int_equal(fwrite(p, 1, n, f), n);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* Writes WIDTH bytes of V at OFF of both meta pages of ORIG (N bytes) to
+** PATH. */
+static void meta_patch(const char *path, const char *orig, size_t n,
+                       size_t off, size_t width, uint64_t v)
+{
+    char *b = malloc(n);
+    uint32_t psize;
+
+    assert_non_null(b);
+    memcpy(b, orig, n);
+    memcpy(&psize, orig + META_PSIZE, sizeof psize);
+    assert_int_equal(psize, 4096);
+    memcpy(b + off, &v, width);
+    memcpy(b + psize + off, &v, width);
+    file_store(path, b, n);
+    free(b);
+}
+
+/* Opening, read-only or not, fails with CODE and a message holding both
+** needles. */
+static void open_fails(int code, const char *n1, const char *n2)
+{
+    ember_open_opts ro = { .sz = sizeof ro, .flags = EMBER_OPEN_RDONLY };
+
+    for (int i = 0; i < 2; i++) {
+        ember_db *db = NULL;
+        int rc = ember_open(fx.dir, i == 0 ? NULL : &ro, &db);
+        if (rc != code || strstr(ember_errmsg(db), n1) == NULL ||
+            strstr(ember_errmsg(db), n2) == NULL)
+            fail_msg("open %d: rc %d \"%s\", wanted %d naming \"%s\", \"%s\"",
+                     i, rc, ember_errmsg(db), code, n1, n2);
+        ember_close(db);
+    }
+}
+
+/* A damaged meta page or a cut file is named as such, with the value: it
+** was "open: out of memory" (a last page that sizes an exabyte map), a
+** division by zero (page size 0), or a fault on the first page past the
+** end of the file. */
+static void test_meta_pages(void **state)
+{
+    char path[512];
+    size_t n;
+    char *orig;
+
+    (void)state;
+    snprintf(path, sizeof path, "%s/data.mdb", fx.dir);
+    orig = tu_read_file(path, &n);
+    assert_non_null(orig);
+
+    meta_patch(path, orig, n, META_LAST, 8, 0xffffffffffffull);
+    open_fails(EMBER_ECORRUPT, "damaged meta page", "281474976710655");
+    meta_patch(path, orig, n, META_PSIZE, 4, 0);
+    open_fails(EMBER_ECORRUPT, "damaged meta page 0", "page size 0");
+    meta_patch(path, orig, n, META_MAPSIZE, 8, 0x7fff000000000000ull);
+    open_fails(EMBER_ECORRUPT, "damaged meta page", "map size "
+               "9223090561878065152");
+    file_store(path, orig, n / 2);
+    open_fails(EMBER_ECORRUPT, "truncated", "the file's");
+    file_store(path, orig, 100);
+    open_fails(EMBER_ECORRUPT, "truncated to 100 bytes", "meta page 0");
+    meta_patch(path, orig, n, 16, 4, 0x55555555);
+    open_fails(EMBER_EFORMAT, "not an LMDB file", "magic 0x55555555");
+    file_store(path, orig, n);
+    free(orig);
+    check_clean();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -640,7 +765,9 @@ int main(void)
         cmocka_unit_test(test_string_record),
         cmocka_unit_test(test_postings_bitmap),
         cmocka_unit_test(test_function_postings),
+        cmocka_unit_test(test_postings_same_size),
         cmocka_unit_test(test_head_and_meta),
+        cmocka_unit_test(test_meta_pages),
     };
     return cmocka_run_group_tests_name("corrupt", tests, setup, teardown);
 }

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <lmdb.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -617,6 +618,165 @@ static void test_second_handle(void **state)
     tu_rmdir(dir);
 }
 
+/* ---- foreign LMDB environments -------------------------------------------- */
+
+/* One key-value pair of a foreign environment, in sub-database DB (NULL:
+** the main database). */
+typedef struct fkv {
+    const char *db, *key, *val;
+} fkv;
+
+/* Makes DIR an LMDB environment holding KV[N] and nothing of Ember's, as
+** another program would. */
+static void foreign_env(const char *dir, const fkv *kv, size_t n,
+                        unsigned dbflags)
+{
+    MDB_env *env;
+    MDB_txn *txn;
+
+    assert_int_equal(mdb_env_create(&env), 0);
+    assert_int_equal(mdb_env_set_maxdbs(env, 8), 0);
+    assert_int_equal(mdb_env_set_mapsize(env, 1 << 20), 0);
+    assert_int_equal(mdb_env_open(env, dir, 0, 0600), 0);
+    assert_int_equal(mdb_txn_begin(env, NULL, 0, &txn), 0);
+    for (size_t i = 0; i < n; i++) {
+        MDB_dbi dbi;
+        MDB_val k = { strlen(kv[i].key), (void *)kv[i].key };
+        MDB_val d = { strlen(kv[i].val), (void *)kv[i].val };
+        assert_int_equal(mdb_dbi_open(txn, kv[i].db, kv[i].db ?
+                                      MDB_CREATE | dbflags : 0, &dbi), 0);
+        assert_int_equal(mdb_put(txn, dbi, &k, &d, 0), 0);
+    }
+    assert_int_equal(mdb_txn_commit(txn), 0);
+    mdb_env_close(env);
+}
+
+/* Opening DIR, read-only or not, must fail with EMBER_EFORMAT naming
+** NEEDLE, and leave data.mdb as it was, byte for byte. */
+static void foreign_refused(const char *dir, const char *needle)
+{
+    ember_open_opts ro = { .sz = sizeof ro, .flags = EMBER_OPEN_RDONLY };
+    char path[512];
+    size_t n0, n1;
+    char *before, *after;
+
+    snprintf(path, sizeof path, "%s/data.mdb", dir);
+    before = tu_read_file(path, &n0);
+    for (int i = 0; i < 2; i++) {
+        ember_db *db = NULL;
+        int rc = ember_open(dir, i == 0 ? NULL : &ro, &db);
+        if (rc != EMBER_EFORMAT || strstr(ember_errmsg(db), needle) == NULL)
+            fail_msg("open %d: rc %d, \"%s\", wanted EFORMAT naming \"%s\"",
+                     i, rc, ember_errmsg(db), needle);
+        ember_close(db);
+    }
+    after = tu_read_file(path, &n1);
+    assert_int_equal(n0, n1);
+    assert_memory_equal(before, after, n0);
+    free(before);
+    free(after);
+}
+
+static void test_foreign_env(void **state)
+{
+    static const fkv main_keys[] = {
+        { NULL, "key1", "value1" }, { NULL, "key2", "value2" },
+    };
+    static const fkv named[] = {
+        { "users", "ann", "1" }, { "orders", "17", "ann" },
+    };
+    static const fkv collide[] = {      /* Ember's names, a stranger's data */
+        { "chunk", "c1", "not a chunk" }, { "meta", "version", "7" },
+    };
+    static const fkv mixed[] = {
+        { "str", "s", "t" }, { "zzz", "k", "v" },
+    };
+    char *dir;
+
+    (void)state;
+    dir = tu_tmpdir("foreign-main");
+    foreign_env(dir, main_keys, 2, 0);
+    foreign_refused(dir, "holds \"key1\"");
+    tu_rmdir(dir);
+    dir = tu_tmpdir("foreign-named");
+    foreign_env(dir, named, 2, 0);
+    foreign_refused(dir, "holds \"orders\"");
+    tu_rmdir(dir);
+    dir = tu_tmpdir("foreign-collide");
+    foreign_env(dir, collide, 2, 0);
+    foreign_refused(dir, "holds \"chunk\" with content");
+    tu_rmdir(dir);
+    dir = tu_tmpdir("foreign-mixed");
+    foreign_env(dir, mixed, 2, MDB_INTEGERKEY);
+    foreign_refused(dir, "not an Ember database");
+    tu_rmdir(dir);
+}
+
+/* An empty environment becomes a database, and so does one whose creation
+** stopped after its (empty) tables were made, before its first records. */
+static void test_empty_env(void **state)
+{
+    static const char *const names[] = {
+        "str", "map", "fn", "loc", "stk", "ser", "strh", "maph", "fnh",
+        "loch", "stkh", "serh", "meta", "post", "fpost", "chunk", "head",
+    };
+    char *dir = tu_tmpdir("empty-env");
+    MDB_env *env;
+    MDB_txn *txn;
+    ember_db *db;
+
+    (void)state;
+    foreign_env(dir, NULL, 0, 0);
+    db = tu_open(dir, 0);
+    assert_int_equal(tu_verify(db), 0);
+    ember_close(db);
+    tu_rmdir(dir);
+
+    dir = tu_tmpdir("cut-env");
+    assert_int_equal(mdb_env_create(&env), 0);
+    assert_int_equal(mdb_env_set_maxdbs(env, 32), 0);
+    assert_int_equal(mdb_env_open(env, dir, 0, 0600), 0);
+    assert_int_equal(mdb_txn_begin(env, NULL, 0, &txn), 0);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        unsigned f = i < 6 ? MDB_INTEGERKEY : i < 12 ? MDB_INTEGERKEY |
+                     MDB_DUPSORT | MDB_DUPFIXED | MDB_INTEGERDUP :
+                     i == 14 || i == 16 ? MDB_INTEGERKEY : 0;
+        MDB_dbi dbi;
+        assert_int_equal(mdb_dbi_open(txn, names[i], MDB_CREATE | f, &dbi), 0);
+    }
+    assert_int_equal(mdb_txn_commit(txn), 0);
+    mdb_env_close(env);
+    db = tu_open(dir, 0);
+    assert_int_equal(tu_verify(db), 0);
+    ember_close(db);
+    tu_rmdir(dir);
+}
+
+/* A data.mdb of 0 bytes: nothing to read (it said "Bad file descriptor");
+** a writer makes a database of it. */
+static void test_empty_data_file(void **state)
+{
+    ember_open_opts ro = { .sz = sizeof ro, .flags = EMBER_OPEN_RDONLY };
+    char *dir = tu_tmpdir("empty-file");
+    char path[512];
+    ember_db *db = NULL;
+    FILE *f;
+
+    (void)state;
+    snprintf(path, sizeof path, "%s/data.mdb", dir);
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fclose(f);
+    assert_int_equal(ember_open(dir, &ro, &db), EMBER_EFORMAT);
+    if (strstr(ember_errmsg(db), "empty file (0 bytes)") == NULL)
+        fail_msg("message: %s", ember_errmsg(db));
+    ember_close(db);
+    db = tu_open(dir, 0);
+    assert_int_equal(tu_verify(db), 0);
+    ember_close(db);
+    tu_rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -634,6 +794,9 @@ int main(void)
         cmocka_unit_test(test_map_growth),
         cmocka_unit_test(test_threads),
         cmocka_unit_test(test_second_handle),
+        cmocka_unit_test(test_foreign_env),
+        cmocka_unit_test(test_empty_env),
+        cmocka_unit_test(test_empty_data_file),
     };
     return cmocka_run_group_tests_name("engine", tests, NULL, NULL);
 }
