@@ -385,6 +385,20 @@ static void test_error_limits(void **state)
     em_regex_free(re);
     free(p);
 
+    /* Unicode tables are large: their ranges are bounded, 65536 in all */
+    p = malloc(3 * 110 + 1);    /* \PL holds about 650 ranges */
+    assert_non_null(p);
+    for (int i = 0; i < 110; i++)
+        memcpy(p + 3 * i, "\\PL", 3);
+    p[3 * 110] = '\0';
+    assert_int_equal(em_regex_compile(p, &re), EMBER_ELIMIT);
+    assert_non_null(strstr(em_errmsg(), "character classes exceed 65536 "
+                           "code-point ranges"));
+    p[3 * 50] = '\0';
+    assert_int_equal(em_regex_compile(p, &re), EMBER_OK);
+    em_regex_free(re);
+    free(p);
+
     assert_int_equal(em_regex_compile(NULL, &re), EMBER_EINVAL);
     em_regex_free(NULL);
     /* a long pattern is cut in the message */
@@ -415,6 +429,12 @@ static const prefix_case prefix_cases[] = {
     {"ab|a^", "ab", true}, {"job=\"x\"", "job=\"x\"", true},
     {"[.][.]", "..", true}, {"\\t", "\t", true}, {"a?", "", false},
     {"ab?", "a", false}, {"(?:ab|ac)d", "a", false}, {"a|a", "a", true},
+    /* the syntax of issue 12 */
+    {"\\x41b", "Ab", true}, {"\\101\\x{42}", "AB", true}, {"(?i)k", "", false},
+    {"a(?i)k", "a", false}, {"(?i:a)b", "", false}, {"(?i)1(?-i)k", "1k", true},
+    {"\\x{e9}", "", false}, {"\\Qa.b\\E", "a.b", true}, {"\\Aab\\z", "ab", true},
+    {"ab\\b", "ab", false}, {"(?m)^ab", "ab", true}, {"a(?m)^b", "a", false},
+    {"\\pLx", "", false}, {"(?s:.)", "", false},
 };
 
 static void test_prefix_literal(void **state)
@@ -655,6 +675,8 @@ static const hostile_case hostile_cases[] = {
     {"(a{1,30}){1,30}", 'a', 10000, false},
     {"(a{1,30}){1,30}", 'a', 900, true},
     {"(?i)(A|a)*b", 'a', 100000, false},
+    {"(?i)(?:\\pL|[\\p{Greek}k]|\\b)*1", 'a', 100000, false},
+    {"(?m)(?:^|$|\\B|.)*\\PL", 'a', 100000, false},
     {"(\\w+\\s?)*$x", 'w', 100000, false},
     /* long prefix walks with many agreeing threads (compile time) */
     {"(?:a{1,99}){1,99}a{200}", 'a', 300, true},
@@ -696,6 +718,8 @@ static const char *const alloc_patterns[] = {
     "abc", "api-.*", "a.*b.*c", "(?i)[a-z]+\\d{2,4}", "[^\xc3\xa9\\W]|x",
     "(a{1,30}){1,30}", "((ab|cd)*|[[:alpha:]]+){3}", "", "a(b",
     "[\xc3\xa0-\xc3\xbc\xe2\x82\xac]+", "(a{1000}){1000}",
+    "(?i)\\p{Greek}+[^\\PL\\d]\\x{263a}", "(?i:[[:^alpha:]k-z])\\b\\Qx\\E",
+    "(?-s).*(?i)\\W", "\\P{^Greek}\\p{Foo}",
 };
 
 /* Fails the first, second, ... allocation of each compile until it goes
