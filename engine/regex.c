@@ -455,13 +455,19 @@ static uint32_t fold_next(uint32_t cp)
 
 /* Closes p->rng[from, nrng) under case folding, as (?i) does in Go: every
 ** member of the orbit of each code point in it is added (k gives K and
-** U+212A KELVIN SIGN). Orbits have at most four members; the bound only
-** guards against a bad table. */
+** U+212A KELVIN SIGN). A range that spans all the code points that fold
+** (each member of an orbit is one) leaves nothing to add, as (?i)\p{Any}
+** would otherwise walk every orbit. Orbits have at most four members; the
+** bound only guards against a bad table. */
 static int rng_fold(rparser *p, size_t from)
 {
     size_t n = rng_merge(p, from);
     int rc = EMBER_OK;
 
+    for (size_t i = 0; i < n; i++)      /* holds every folding code point */
+        if (p->rng[from + i][0] <= em_re_folds[0][0] &&
+            p->rng[from + i][1] >= em_re_folds[em_re_nfolds - 1][0])
+            return EMBER_OK;
     for (size_t i = 0; i < n && rc == EMBER_OK; i++) {
         for (size_t k = fold_lower(p->rng[from + i][0]);
              rc == EMBER_OK && k < em_re_nfolds &&
