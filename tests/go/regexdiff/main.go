@@ -18,7 +18,8 @@
 // expressions with ranges, POSIX and Unicode classes, ., ^ $ \A \z \b \B,
 // groups (plain, (?:), named), flag groups ((?i) (?-s) (?m) (?U) (?i:...)),
 // alternation and repetition {n,m} (greedy and lazy), plus a share of
-// invalid forms that both engines must reject. Each pattern gets a subject
+// invalid forms that both engines must reject, and of L0.*L1.*...Ln shapes
+// (Ember's memmem fast path) with and without (?-s). Each pattern gets a subject
 // sampled from its own grammar (likely to match) and variants of it, and
 // random subjects over an alphabet with newlines, case pairs, Greek, and
 // invalid UTF-8. The same seed always gives the same cases.
@@ -245,9 +246,35 @@ func (g *gen) alt(depth int) (string, string) {
 	return branchMark + strings.Join(branches, "|"+branchMark), s
 }
 
+// glob returns a pattern of the shape L0.*L1.*...Ln, which Ember matches
+// with memcmp and memmem instead of its NFA, and a subject for it.
+func (g *gen) glob() (string, string) {
+	segs := []string{"", "ab", "a", "\u03c3", "\n", "b\nb", "\u00e9a", "x"}
+	var p, s strings.Builder
+	if g.r.Intn(3) == 0 {
+		p.WriteString("(?-s)")
+	}
+	for n := 1 + g.r.Intn(4); n >= 0; n-- {
+		seg := g.pick(segs)
+		p.WriteString(regexp.QuoteMeta(seg))
+		s.WriteString(seg)
+		if n > 0 {
+			p.WriteString(".*")
+			for k := g.r.Intn(3); k > 0; k-- {
+				s.WriteString(g.pick(alphabet))
+			}
+		}
+	}
+	return p.String(), s.String()
+}
+
 // pattern returns a pattern, its twin (the same meaning, see judge) and a
 // subject sampled from it.
 func (g *gen) pattern() (string, string, string) {
+	if g.r.Intn(10) == 0 {
+		p, s := g.glob()
+		return p, p, s
+	}
 	p, s := g.alt(2)
 	if g.r.Intn(12) == 0 { // a share of invalid patterns
 		bad := g.pick(invalid)
