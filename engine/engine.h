@@ -194,8 +194,10 @@ uint64_t em_hash64(const void *data, size_t n, uint64_t seed);
 
 /* ---- regular expressions (engine/regex.c) -------------------------------- */
 
-/* A compiled, fully anchored regular expression (RE2-like syntax) matched by
-** a Thompson-NFA simulation: time O(pattern * input), never backtracking. */
+/* A compiled, fully anchored regular expression matched by a Thompson-NFA
+** simulation: time O(pattern * input), never backtracking. Syntax and
+** meaning are Go's regexp as Prometheus compiles a matcher, ^(?s:re)$:
+** '.' matches '\n' (docs/regex.md). */
 typedef struct em_regex em_regex;
 
 /* Compiles PATTERN; on failure returns EMBER_EINVAL (or ENOMEM, ELIMIT) with

@@ -14,7 +14,11 @@
 ** prefix walk ended with.
 **
 ** Invariants:
-** - Matching is fully anchored, as Prometheus wraps patterns in ^(?:...)$.
+** - Matching is fully anchored and '.' matches '\n' unless (?-s) says
+**   otherwise, as Prometheus wraps patterns in ^(?s:...)$; the syntax and
+**   meaning follow Go's regexp/syntax (tests/e2e/regex_go.sh checks them
+**   against Go on generated patterns). Unicode classes and case folding
+**   come from tables generated from Go's unicode package (regex_unicode.c).
 ** - A program has at most EM_RE_MAX_PROG instructions, so a pc fits in a
 **   uint16_t; its last instruction is its only RI_MATCH. Every instruction
 **   but RI_MATCH continues at x (and RI_SPLIT also at y); x is never an
@@ -25,7 +29,9 @@
 **   bytes, so the VM keeps five state sets: this position and the next four.
 ** - Classes keep one bit per single-byte unit (ASCII and stray bytes) and
 **   sorted, merged code-point ranges for characters >= 0x80; negation is
-**   applied when the class is built, never while matching.
+**   applied when the class is built, never while matching. A stray byte is
+**   in a class when U+FFFD is (Go decodes it as U+FFFD) or when the
+**   pattern lists that raw byte in brackets.
 ** - Matching never writes a const em_regex except its atomic `spare`
 **   scratch slot, so any number of threads may match one regex at once.
 **   Small programs keep their state sets on the stack; large ones take the
@@ -40,11 +46,13 @@
 #include <stdlib.h>
 
 #include "engine.h"
+#include "regex_unicode.h"
 
 #define EM_RE_MAX_PATTERN 4096  /* bytes */
 #define EM_RE_MAX_REPEAT 1000   /* n and m in {n,m} */
 #define EM_RE_MAX_PROG 20000    /* instructions, MATCH included */
 #define EM_RE_MAX_DEPTH 100     /* nested groups: bounds the recursion */
+#define EM_RE_MAX_RANGES 65536  /* code-point ranges of all classes */
 #define EM_RE_SMALL 512         /* programs up to this size match on stack */
 #define EM_RE_INF 0xffff        /* rnode.max of an unbounded repetition */
 #define EM_RE_NONE 0xffff       /* end of a patch chain */
@@ -54,8 +62,11 @@
 /* ---- program ------------------------------------------------------------ */
 
 /* Threads rest on RI_BYTE, RI_CLASS and RI_MATCH (<= RI_MATCH); the others
-** are followed at once when a thread is added. */
-enum { RI_BYTE, RI_CLASS, RI_MATCH, RI_SPLIT, RI_JMP, RI_BOL, RI_EOL };
+** are followed at once when a thread is added. RI_BOL and RI_EOL are the
+** start and end of the subject, RI_BOLL and RI_EOLL those of a line
+** ((?m)), RI_WORDB and RI_NWORDB an ASCII word boundary and its absence. */
+enum { RI_BYTE, RI_CLASS, RI_MATCH, RI_SPLIT, RI_JMP, RI_BOL, RI_EOL,
+       RI_BOLL, RI_EOLL, RI_WORDB, RI_NWORDB };
 
 typedef struct em_rinst {
     uint8_t op;                 /* RI_* */
@@ -84,6 +95,7 @@ struct em_regex {
     uint8_t *glob;              /* segments L0..Ln of L0.*L1.*...Ln, joined */
     size_t *gend;               /* end offset in glob of each segment */
     size_t nglob;               /* segments; 0 when not of that shape */
+    bool glob_nl;               /* its .* match '\n' (no (?-s)) */
     _Atomic(void *) spare;      /* a VM scratch block for large programs */
 };
 
@@ -131,39 +143,35 @@ static void bit_set(uint32_t *bits, uint32_t c)
     bits[c >> 5] |= 1u << (c & 31);
 }
 
+/* True when CP is in the N sorted, disjoint ranges R. */
+static bool rng_has(const uint32_t (*r)[2], size_t n, uint32_t cp);
+
 /* True when class C holds the unit (CP, W) that utf8_unit decoded. */
 static bool class_has(const em_regex *re, const em_rclass *c, uint32_t cp,
                       unsigned w)
 {
-    const uint32_t (*r)[2];
-    size_t lo = 0, hi = c->n;
-
     if (w == 1)
         return bit_has(c->bits, cp);
-    if (hi == 0)                /* and re->rng may be NULL */
-        return false;
-    r = re->rng + c->first;
-    while (lo < hi) {           /* binary search of the sorted ranges */
-        size_t mid = lo + (hi - lo) / 2;
-        if (cp < r[mid][0])
-            hi = mid;
-        else if (cp > r[mid][1])
-            lo = mid + 1;
-        else
-            return true;
-    }
-    return false;
+    return c->n > 0 && rng_has(re->rng + c->first, c->n, cp);
 }
 
 /* ---- parser state and errors -------------------------------------------- */
 
-enum { N_EMPTY, N_LIT, N_CLASS, N_BOL, N_EOL, N_CAT, N_ALT, N_REP };
+/* N_BOL ... N_NWORDB are the assertions, in the order of RI_BOL ... */
+enum { N_EMPTY, N_LIT, N_CLASS, N_BOL, N_EOL, N_BOLL, N_EOLL, N_WORDB,
+       N_NWORDB, N_CAT, N_ALT, N_REP };
+
+/* Flags of (?flags) and (?flags:re), as Go's regexp/syntax has them. */
+enum { RF_ICASE = 1,            /* i: case folds (Unicode simple folding) */
+       RF_DOTNL = 2,            /* s: '.' matches '\n' (the default here) */
+       RF_MULTI = 4,            /* m: ^ and $ match at line ends too */
+       RF_UNGREEDY = 8 };       /* U: swaps lazy and greedy: no effect */
 
 typedef struct rnode {
     uint8_t type;               /* N_* */
     uint8_t nlit;               /* N_LIT: bytes in lit (one character) */
     uint8_t lit[4];
-    bool dot;                   /* N_CLASS written as '.' */
+    uint8_t dot;                /* N_CLASS written '.': RF_DOTNL or 1 */
     uint16_t min, max;          /* N_REP; max EM_RE_INF when unbounded */
     uint32_t cls;               /* N_CLASS: index into rparser.cls */
     int32_t kid, next;          /* first child (CAT, ALT, REP); sibling */
@@ -172,7 +180,8 @@ typedef struct rnode {
 typedef struct rparser {
     const char *pat;
     size_t len, pos;            /* pattern bytes; the next one to read */
-    bool icase;                 /* (?i) was given */
+    unsigned flags;             /* RF_* in effect at pos */
+    bool quote;                 /* inside \Q...\E */
     unsigned depth;             /* groups open around pos */
     rnode *node;
     size_t nnode, cnode;
@@ -295,7 +304,25 @@ static const rset_def *perl_set(int c, bool *neg)
     return NULL;
 }
 
-/* Starts a class, empty, whose ranges go at the tail of p->rng. */
+/* Makes room for N more ranges in p->rng, within EM_RE_MAX_RANGES: a
+** Unicode table or its complement can hold hundreds, so a 4 KB pattern of
+** \pL would otherwise take megabytes. */
+static int rng_reserve(rparser *p, size_t n)
+{
+    void *q;
+
+    if (p->nrng + n > EM_RE_MAX_RANGES)
+        return perr(p, EMBER_ELIMIT, p->pos, "character classes exceed %d "
+                    "code-point ranges", EM_RE_MAX_RANGES);
+    q = em_grow(p->rng, &p->crng, p->nrng + n, sizeof *p->rng);
+    if (q == NULL)
+        return nomem(p->pat, p->len);
+    p->rng = q;
+    return EMBER_OK;
+}
+
+/* Starts a class, empty, whose ranges go at the tail of p->rng. While it is
+** built its bits hold only the raw stray bytes listed in brackets. */
 static int class_new(rparser *p, uint32_t *out)
 {
     em_rclass *q;
@@ -314,36 +341,16 @@ static int class_new(rparser *p, uint32_t *out)
     return EMBER_OK;
 }
 
-/* Adds the code points LO..HI to class CI (the one being built). */
-static int class_add(rparser *p, uint32_t ci, uint32_t lo, uint32_t hi)
+/* Adds the code points LO..HI to the class being built. */
+static int class_add(rparser *p, uint32_t lo, uint32_t hi)
 {
-    uint32_t (*q)[2];
+    int rc = rng_reserve(p, 1);
 
-    for (; lo <= hi && lo < 0x80; lo++)
-        bit_set(p->cls[ci].bits, lo);
-    if (lo > hi)
-        return EMBER_OK;
-    q = em_grow(p->rng, &p->crng, p->nrng + 1, sizeof *q);
-    if (q == NULL)
-        return nomem(p->pat, p->len);
-    p->rng = q;
-    q[p->nrng][0] = lo;
-    q[p->nrng++][1] = hi;
-    return EMBER_OK;
-}
-
-/* Adds set D, or with NEG everything else: all other single-byte units and
-** every character >= 0x80, so that \D and \W consume whole characters. */
-static int class_add_set(rparser *p, uint32_t ci, const rset_def *d, bool neg)
-{
-    uint32_t bits[8] = {0};
-
-    for (unsigned i = 0; i < d->nr; i++)
-        for (uint32_t c = d->r[i][0]; c <= d->r[i][1]; c++)
-            bit_set(bits, c);
-    for (int i = 0; i < 8; i++)
-        p->cls[ci].bits[i] |= neg ? ~bits[i] : bits[i];
-    return neg ? class_add(p, ci, 0x80, EM_RE_MAX_CP) : EMBER_OK;
+    if (rc == EMBER_OK) {
+        p->rng[p->nrng][0] = lo;
+        p->rng[p->nrng++][1] = hi;
+    }
+    return rc;
 }
 
 static int range_cmp(const void *a, const void *b)
@@ -352,15 +359,16 @@ static int range_cmp(const void *a, const void *b)
     return x[0] < y[0] ? -1 : x[0] > y[0];
 }
 
-/* Sorts and merges the ranges of class CI; returns how many remain. */
-static uint32_t class_merge(rparser *p, uint32_t ci)
+/* Sorts and merges the ranges p->rng[from, nrng) in place; returns how
+** many remain. */
+static size_t rng_merge(rparser *p, size_t from)
 {
     uint32_t (*r)[2];
-    size_t n = p->nrng - p->cls[ci].first, m = 0;
+    size_t n = p->nrng - from, m = 0;
 
     if (n == 0)                 /* and p->rng may be NULL */
         return 0;
-    r = p->rng + p->cls[ci].first;
+    r = p->rng + from;
     qsort(r, n, sizeof *r, range_cmp);
     for (size_t i = 1; i < n; i++) {
         if (r[i][0] <= r[m][1] + 1) {
@@ -371,18 +379,41 @@ static uint32_t class_merge(rparser *p, uint32_t ci)
             r[m][0] = r[i][0], r[m][1] = r[i][1];
         }
     }
-    return (uint32_t)m + 1;
+    p->nrng = from + m + 1;
+    return m + 1;
 }
 
-/* Replaces the N merged ranges of class CI by their complement within
-** [0x80, 0x10FFFF]; the caller reserved one more slot. Writing gap j never
-** overtakes the reading of range j, which sits one slot to the right. */
-static uint32_t class_negate_ranges(rparser *p, uint32_t ci, uint32_t n)
+/* True when CP is in the N sorted, disjoint ranges R. */
+static bool rng_has(const uint32_t (*r)[2], size_t n, uint32_t cp)
 {
-    uint32_t (*r)[2] = p->rng + p->cls[ci].first, start = 0x80, m = 0;
+    size_t lo = 0, hi = n;
 
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (cp < r[mid][0])
+            hi = mid;
+        else if (cp > r[mid][1])
+            lo = mid + 1;
+        else
+            return true;
+    }
+    return false;
+}
+
+/* Replaces the merged ranges p->rng[from, nrng) by their complement in
+** [0, 0x10FFFF]. Writing gap j never overtakes the reading of range j,
+** which sits one slot to the right. */
+static int rng_negate(rparser *p, size_t from)
+{
+    size_t n = p->nrng - from, m = 0;
+    uint32_t (*r)[2], start = 0;
+    int rc = rng_reserve(p, 1);
+
+    if (rc != EMBER_OK)
+        return rc;
+    r = p->rng + from;
     memmove(r + 1, r, n * sizeof *r);
-    for (uint32_t k = 0; k < n; k++) {
+    for (size_t k = 0; k < n; k++) {
         uint32_t a = r[k + 1][0], b = r[k + 1][1];
         if (a > start) {
             r[m][0] = start, r[m][1] = a - 1;
@@ -394,80 +425,210 @@ static uint32_t class_negate_ranges(rparser *p, uint32_t ci, uint32_t n)
         r[m][0] = start, r[m][1] = EM_RE_MAX_CP;
         m++;
     }
-    return m;
+    p->nrng = from + m;
+    return EMBER_OK;
 }
 
-/* Folds ASCII case, merges ranges and applies NEG: class CI is final. */
+/* The first fold pair whose code point is >= CP. */
+static size_t fold_lower(uint32_t cp)
+{
+    size_t lo = 0, hi = em_re_nfolds;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (em_re_folds[mid][0] < cp)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* unicode.SimpleFold(CP): the next member of its case orbit, or CP. */
+static uint32_t fold_next(uint32_t cp)
+{
+    size_t k = fold_lower(cp);
+
+    return k < em_re_nfolds && em_re_folds[k][0] == cp ? em_re_folds[k][1]
+                                                        : cp;
+}
+
+/* Closes p->rng[from, nrng) under case folding, as (?i) does in Go: every
+** member of the orbit of each code point in it is added (k gives K and
+** U+212A KELVIN SIGN). A range that spans all the code points that fold
+** (each member of an orbit is one) leaves nothing to add, as (?i)\p{Any}
+** would otherwise walk every orbit. Orbits have at most four members; the
+** bound only guards against a bad table. */
+static int rng_fold(rparser *p, size_t from)
+{
+    size_t n = rng_merge(p, from);
+    int rc = EMBER_OK;
+
+    for (size_t i = 0; i < n; i++)      /* holds every folding code point */
+        if (p->rng[from + i][0] <= em_re_folds[0][0] &&
+            p->rng[from + i][1] >= em_re_folds[em_re_nfolds - 1][0])
+            return EMBER_OK;
+    for (size_t i = 0; i < n && rc == EMBER_OK; i++) {
+        for (size_t k = fold_lower(p->rng[from + i][0]);
+             rc == EMBER_OK && k < em_re_nfolds &&
+             em_re_folds[k][0] <= p->rng[from + i][1]; k++) {
+            uint32_t f = em_re_folds[k][1];
+            for (int j = 0; j < 8 && f != em_re_folds[k][0] &&
+                 rc == EMBER_OK; j++, f = fold_next(f))
+                if (!rng_has(p->rng + from, n, f))
+                    rc = class_add(p, f, f);
+        }
+    }
+    if (rc == EMBER_OK)
+        rng_merge(p, from);
+    return rc;
+}
+
+/* Ends one item of a class (a character, range, \d, \pL, [:alpha:]...)
+** whose ranges start at FROM: folds it under (?i) and then, with NEG,
+** replaces it by its complement. Go folds each item before negating it,
+** so (?i)\W matches neither k nor K, which folding \W itself would. */
+static int item_finish(rparser *p, size_t from, bool neg)
+{
+    int rc = EMBER_OK;
+
+    if (p->flags & RF_ICASE)
+        rc = rng_fold(p, from);
+    if (rc == EMBER_OK && neg) {
+        rng_merge(p, from);
+        rc = rng_negate(p, from);
+    }
+    return rc;
+}
+
+/* Adds set D (\d, [:alpha:]) as an item, or with NEG its complement. */
+static int class_add_set(rparser *p, const rset_def *d, bool neg)
+{
+    size_t from = p->nrng;
+    int rc = EMBER_OK;
+
+    for (unsigned i = 0; i < d->nr && rc == EMBER_OK; i++)
+        rc = class_add(p, d->r[i][0], d->r[i][1]);
+    return rc == EMBER_OK ? item_finish(p, from, neg) : rc;
+}
+
+/* The Unicode table named by the N bytes at NAME, or NULL. */
+static const em_re_utable *utable_find(const char *name, size_t n)
+{
+    size_t lo = 0, hi = em_re_nutables;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2, k = strlen(em_re_utables[mid].name);
+        int c = memcmp(em_re_utables[mid].name, name, k < n ? k : n);
+        if (c == 0)
+            c = k < n ? -1 : k > n;
+        if (c == 0)
+            return &em_re_utables[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+/* Adds Unicode table T (\pL, \p{Greek}) as an item, or with NEG (\PL,
+** \p{^Greek}) its complement. */
+static int class_add_table(rparser *p, const em_re_utable *t, bool neg)
+{
+    size_t from = p->nrng;
+    int rc = rng_reserve(p, t->n);
+
+    if (rc != EMBER_OK)
+        return rc;
+    memcpy(p->rng + p->nrng, em_re_uranges + t->first, t->n * sizeof *p->rng);
+    p->nrng += t->n;
+    return item_finish(p, from, neg);
+}
+
+/* Merges class CI, applies NEG to it whole, and moves its ASCII part into
+** bits: class CI is final. Stray bytes join when U+FFFD is in the class
+** before NEG, as Go reads them as U+FFFD (so [^a] and \PL match them,
+** [a-z] and [^\x{fffd}] do not). */
 static int class_finish(rparser *p, uint32_t ci, bool neg)
 {
     em_rclass *c = &p->cls[ci];
-    uint32_t n, nbits = 0;
+    size_t n = rng_merge(p, c->first), drop = 0;
+    uint32_t (*r)[2], nbits = 0;
+    int rc = EMBER_OK;
 
-    for (uint32_t u = 'A'; p->icase && u <= 'Z'; u++)
-        if (bit_has(c->bits, u) || bit_has(c->bits, u + 32))
-            bit_set(c->bits, u), bit_set(c->bits, u + 32);
-    n = class_merge(p, ci);
-    p->nrng = c->first + n;
-    if (neg) {
-        void *q = em_grow(p->rng, &p->crng, p->nrng + 1, sizeof *p->rng);
-        if (q == NULL)
-            return nomem(p->pat, p->len);
-        p->rng = q;
-        for (int i = 0; i < 8; i++)
-            c->bits[i] = ~c->bits[i];
-        n = class_negate_ranges(p, ci, n);
-        p->nrng = c->first + n;
+    if (n > 0 && rng_has(p->rng + c->first, n, 0xfffd))
+        for (int i = 4; i < 8; i++)
+            c->bits[i] = ~0u;
+    if (neg && (rc = rng_negate(p, c->first)) != EMBER_OK)
+        return rc;
+    for (int i = 4; neg && i < 8; i++)
+        c->bits[i] = ~c->bits[i];
+    r = p->rng + c->first;
+    n = p->nrng - c->first;
+    for (; drop < n && r[drop][0] < 0x80; drop++) {
+        for (uint32_t u = r[drop][0]; u <= r[drop][1] && u < 0x80; u++)
+            bit_set(c->bits, u);
+        if (r[drop][1] >= 0x80) {
+            r[drop][0] = 0x80;  /* keep the part past ASCII */
+            break;
+        }
     }
-    c->n = n;
+    memmove(r, r + drop, (n - drop) * sizeof *r);
+    p->nrng -= drop;
+    c->n = (uint32_t)(n - drop);
     c->single = -1;
     for (uint32_t b = 0; b < 256; b++)
         nbits += bit_has(c->bits, b);
-    for (uint32_t b = 0; n == 0 && nbits == 1 && b < 0x80; b++)
+    for (uint32_t b = 0; c->n == 0 && nbits == 1 && b < 0x80; b++)
         if (bit_has(c->bits, b))
             c->single = (int32_t)b;
     return EMBER_OK;
 }
 
-/* A node for a class built from one set or the dot. */
-static int class_node(rparser *p, const rset_def *d, bool neg, bool dot,
-                      int32_t *out)
+/* Ends class CI with NEG and makes a node of it. */
+static int class_close(rparser *p, uint32_t ci, bool neg, int32_t *out)
 {
-    uint32_t ci = 0;
-    int rc = class_new(p, &ci);
+    int rc = class_finish(p, ci, neg);
 
-    if (rc == EMBER_OK && dot) {
-        memset(p->cls[ci].bits, 0xff, sizeof p->cls[ci].bits);
-        p->cls[ci].bits['\n' >> 5] &= ~(1u << ('\n' & 31));
-        rc = class_add(p, ci, 0x80, EM_RE_MAX_CP);
-    } else if (rc == EMBER_OK) {
-        rc = class_add_set(p, ci, d, neg);
-    }
-    if (rc == EMBER_OK)
-        rc = class_finish(p, ci, false);
     if (rc == EMBER_OK)
         rc = node_new(p, N_CLASS, out);
-    if (rc == EMBER_OK) {
+    if (rc == EMBER_OK)
         p->node[*out].cls = ci;
-        p->node[*out].dot = dot;
-    }
     return rc;
 }
 
-/* ---- bracket expressions ------------------------------------------------ */
-
-/* The byte an escape letter stands for, as a literal: \t \n \r \f \v and
-** any escaped ASCII punctuation; -1 otherwise. */
-static int escape_byte(int c)
+/* A node for '.': any character, or any but '\n' under (?-s). */
+static int dot_node(rparser *p, int32_t *out)
 {
-    static const char from[] = "tnrfv", to[] = "\t\n\r\f\v";
-    const char *f = c > 0 ? strchr(from, c) : NULL;
+    uint32_t ci = 0;
+    bool nl = p->flags & RF_DOTNL;
+    int rc = class_new(p, &ci);
 
-    if (f != NULL)
-        return (uint8_t)to[f - from];
-    if (c > 0x20 && c < 0x7f && !(c >= '0' && c <= '9') &&
-        !((c | 0x20) >= 'a' && (c | 0x20) <= 'z'))
-        return c;
-    return -1;
+    if (rc == EMBER_OK)
+        rc = class_add(p, nl ? 0 : '\n' + 1, EM_RE_MAX_CP);
+    if (rc == EMBER_OK && !nl)
+        rc = class_add(p, 0, '\n' - 1);
+    if (rc == EMBER_OK)
+        rc = class_close(p, ci, false, out);
+    if (rc == EMBER_OK)
+        p->node[*out].dot = nl ? RF_DOTNL : 1;
+    return rc;
+}
+
+/* ---- escapes and bracket expressions ------------------------------------ */
+
+static bool is_alnum(int c)
+{
+    return is_digit((char)c) || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
+}
+
+static int hex_digit(int c)
+{
+    if (is_digit((char)c))
+        return c - '0';
+    c |= 0x20;
+    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
 }
 
 static int bad_escape(const rparser *p, size_t at)
@@ -479,56 +640,143 @@ static int bad_escape(const rparser *p, size_t at)
     if (c > 0x20 && c < 0x7f)
         return perr(p, EMBER_EINVAL, at,
                     "unknown escape '\\%c' (expected \\ before punctuation "
-                    "or one of t n r f v d D w W s S)", c);
+                    "or one of a f n r t v x 0-7 d D w W s S p P, or "
+                    "outside brackets b B A z Q)", c);
     return perr(p, EMBER_EINVAL, at,
-                "unknown escape (expected \\ before punctuation or one of "
-                "t n r f v d D w W s S)");
+                "unknown escape (expected \\ before punctuation or a letter "
+                "or digit that names an escape)");
 }
 
-/* One bracket item at p->pos: a character (*cp, *w is its unit length in
-** the pattern, 1 for escapes) or, with *set non-NULL, a Perl class. */
-static int bracket_char(rparser *p, uint32_t *cp, unsigned *w,
-                        const rset_def **set, bool *neg)
+/* \x41 or \x{263a} at AT (a '\'), as Go reads them: exactly two hex digits,
+** or one or more in braces up to 10FFFF (a surrogate is accepted and, as
+** in Go, matches nothing). */
+static int hex_escape(rparser *p, size_t at, uint32_t *cp)
 {
-    const uint8_t *s = (const uint8_t *)p->pat;
-    int b;
+    const char *s = p->pat;
+    size_t i = at + 2, nd = 0;
+    uint32_t v = 0;
 
-    *set = NULL;
-    if (s[p->pos] != '\\') {
-        *w = utf8_unit(s + p->pos, p->len - p->pos, cp);
-        p->pos += *w;
+    if (i < p->len && s[i] == '{') {
+        for (i++; i < p->len && hex_digit(s[i]) >= 0 && v <= EM_RE_MAX_CP;
+             i++, nd++)
+            v = v * 16 + (uint32_t)hex_digit(s[i]);
+        if (nd > 0 && v <= EM_RE_MAX_CP && i < p->len && s[i] == '}') {
+            *cp = v;
+            p->pos = i + 1;
+            return EMBER_OK;
+        }
+    } else if (i + 1 < p->len && hex_digit(s[i]) >= 0 &&
+               hex_digit(s[i + 1]) >= 0) {
+        *cp = (uint32_t)(hex_digit(s[i]) * 16 + hex_digit(s[i + 1]));
+        p->pos = i + 2;
         return EMBER_OK;
     }
-    if (p->pos + 1 < p->len && (*set = perl_set(s[p->pos + 1], neg)) != NULL) {
-        p->pos += 2;
-        return EMBER_OK;
+    return perr(p, EMBER_EINVAL, at, "expected \\x and two hex digits, or "
+                "\\x{...} with 1 or more hex digits up to 10FFFF");
+}
+
+/* A character escape at p->pos (a '\'), as Go's parseEscape: any ASCII
+** punctuation or other non-alphanumeric character, \a \f \n \r \t \v,
+** octal \0 \12 \101 (\1 to \7 alone would be back-references: errors),
+** \x41 and \x{263a}. Sets *CP to the code point it stands for. */
+static int escape_char(rparser *p, uint32_t *cp)
+{
+    static const char from[] = "afnrtv", to[] = "\a\f\n\r\t\v";
+    const char *s = p->pat, *f;
+    size_t at = p->pos, i = at + 2;
+    int c = at + 1 < p->len ? (uint8_t)s[at + 1] : -1;
+
+    if (c >= 0 && c < 0x80 && !is_alnum(c)) {
+        *cp = (uint32_t)c;
+    } else if (c >= '0' && c <= '7') {
+        if (c != '0' && (i >= p->len || s[i] < '0' || s[i] > '7'))
+            return bad_escape(p, at);
+        *cp = (uint32_t)(c - '0');
+        for (int k = 1; k < 3 && i < p->len && s[i] >= '0' && s[i] <= '7';
+             k++)
+            *cp = *cp * 8 + (uint32_t)(s[i++] - '0');
+    } else if (c == 'x') {
+        return hex_escape(p, at, cp);
+    } else if (c > 0 && (f = strchr(from, c)) != NULL) {
+        *cp = (uint8_t)to[f - from];
+    } else {
+        return bad_escape(p, at);
     }
-    b = p->pos + 1 < p->len ? escape_byte(s[p->pos + 1]) : -1;
-    if (b < 0)
-        return bad_escape(p, p->pos);
-    *cp = (uint32_t)b, *w = 1;
-    p->pos += 2;
+    p->pos = i;
     return EMBER_OK;
 }
 
-/* [:name:] at p->pos: 1 when it is one (added to CI), 0 when the '[' is a
-** plain character, or an error for an unknown name. */
-static int bracket_posix(rparser *p, uint32_t ci)
+/* \pL, \p{Greek}, \PL, \p{^Greek} or \P{^Greek} at p->pos, added to the
+** class being built. Names are Go's: the general categories, the scripts
+** and Any, case-sensitive. */
+static int unicode_item(rparser *p)
 {
-    const char *s = p->pat + p->pos + 2;
-    size_t n = 0;
+    const char *s = p->pat, *name = s + p->pos + 2, *end;
+    size_t at = p->pos, n = 0;
+    bool neg = s[at + 1] == 'P';
+    const em_re_utable *t;
+    uint32_t cp;
+
+    if (at + 2 < p->len && *name == '{') {
+        end = memchr(name, '}', p->len - at - 2);
+        if (end == NULL)
+            return perr(p, EMBER_EINVAL, at, "expected '}' to end \\%c{",
+                        s[at + 1]);
+        name++;
+        n = (size_t)(end - name);
+        p->pos = (size_t)(end - s) + 1;
+    } else if (at + 2 < p->len) {
+        n = utf8_unit((const uint8_t *)name, p->len - at - 2, &cp);
+        p->pos = at + 2 + n;
+    }
+    if (n > 0 && *name == '^') {
+        neg = !neg;
+        name++, n--;
+    }
+    if ((t = utable_find(name, n)) == NULL)
+        return perr(p, EMBER_EINVAL, at, "unknown Unicode class \"%.*s\" "
+                    "(expected a category such as L, Lu or N, a script such "
+                    "as Greek or Latin, or Any)", (int)(n > 30 ? 30 : n),
+                    name);
+    return class_add_table(p, t, neg);
+}
+
+/* One bracket character at p->pos into *CP; *RAW when it is a pattern byte
+** that does not start a UTF-8 character, which stands for that byte. */
+static int bracket_char(rparser *p, uint32_t *cp, bool *raw)
+{
+    const uint8_t *s = (const uint8_t *)p->pat + p->pos;
+    unsigned w;
+
+    *raw = false;
+    if (s[0] == '\\')
+        return escape_char(p, cp);
+    w = utf8_unit(s, p->len - p->pos, cp);
+    *raw = w == 1 && *cp >= 0x80;
+    p->pos += w;
+    return EMBER_OK;
+}
+
+/* [:name:] or [:^name:] at p->pos, found as Go does: "[:" and then ":]"
+** anywhere later. 1 when it was one (added), 0 when the '[' is a plain
+** character, or an error for an unknown name. */
+static int bracket_posix(rparser *p)
+{
+    const char *s = p->pat + p->pos, *end, *name;
+    size_t rest = p->len - p->pos, n;
+    bool neg;
     int rc;
 
-    if (p->pos + 2 >= p->len || p->pat[p->pos + 1] != ':')
+    if (rest <= 2 || s[1] != ':' ||
+        (end = memmem(s + 2, rest - 2, ":]", 2)) == NULL)
         return 0;
-    while (p->pos + 2 + n < p->len && s[n] >= 'a' && s[n] <= 'z')
-        n++;
-    if (p->pos + 3 + n >= p->len || s[n] != ':' || s[n + 1] != ']')
-        return 0;               /* not [:name:]: '[' is a character */
+    n = (size_t)(end - s) - 2;
+    neg = n > 0 && s[2] == '^';
+    name = s + 2 + neg;
     for (size_t i = 0; i < EM_ARRAY_LEN(posix_sets); i++) {
-        if (strlen(posix_sets[i].name) == n &&
-            memcmp(posix_sets[i].name, s, n) == 0) {
-            rc = class_add_set(p, ci, &posix_sets[i], false);
+        if (strlen(posix_sets[i].name) == n - neg &&
+            memcmp(posix_sets[i].name, name, n - neg) == 0) {
+            rc = class_add_set(p, &posix_sets[i], neg);
             p->pos += n + 4;
             return rc == EMBER_OK ? 1 : rc;
         }
@@ -536,39 +784,49 @@ static int bracket_posix(rparser *p, uint32_t ci)
     return perr(p, EMBER_EINVAL, p->pos,
                 "unknown class [:%.*s:] (expected alnum, alpha, ascii, "
                 "blank, cntrl, digit, graph, lower, print, punct, space, "
-                "upper, word or xdigit)", (int)(n > 20 ? 20 : n), s);
+                "upper, word or xdigit, or one of them after ^)",
+                (int)(n > 20 ? 20 : n), s + 2);
 }
 
-/* One item of a bracket expression: [:name:], \d, a character or a range. */
+/* One item of a bracket expression: [:name:], \pL, \d, a character or a
+** range, added to class CI. */
 static int bracket_item(rparser *p, uint32_t ci)
 {
-    size_t at = p->pos;
+    const char *s = p->pat + p->pos;
+    size_t at = p->pos, from = p->nrng;
     const rset_def *set;
     uint32_t lo, hi;
-    unsigned w, wlo;
-    bool neg, range;
-    int rc = p->pat[p->pos] == '[' ? bracket_posix(p, ci) : 0;
+    bool neg, raw, raw_hi = false;
+    int rc = s[0] == '[' ? bracket_posix(p) : 0;
 
     if (rc != 0)
         return rc < 0 ? rc : EMBER_OK;
-    if ((rc = bracket_char(p, &lo, &wlo, &set, &neg)) != EMBER_OK)
-        return rc;
-    if (set != NULL)            /* a '-' after it is a character, as in Go */
-        return class_add_set(p, ci, set, neg);
-    range = peek(p) == '-' && p->pos + 1 < p->len && p->pat[p->pos + 1] != ']';
-    if (!range) {
-        if (wlo == 1 && lo >= 0x80)     /* a stray byte stands for itself */
-            return bit_set(p->cls[ci].bits, lo), EMBER_OK;
-        return class_add(p, ci, lo, lo);
+    if (s[0] == '\\' && at + 1 < p->len && (s[1] == 'p' || s[1] == 'P'))
+        return unicode_item(p);
+    if (s[0] == '\\' && at + 1 < p->len &&
+        (set = perl_set((uint8_t)s[1], &neg)) != NULL) {
+        p->pos += 2;            /* a '-' after it is a character, as in Go */
+        return class_add_set(p, set, neg);
     }
-    p->pos++;
-    if ((rc = bracket_char(p, &hi, &w, &set, &neg)) != EMBER_OK)
+    if ((rc = bracket_char(p, &lo, &raw)) != EMBER_OK)
         return rc;
-    if (set != NULL || hi < lo || (wlo == 1 && lo >= 0x80) ||
-        (w == 1 && hi >= 0x80))
-        return perr(p, EMBER_EINVAL, at, "expected a range low-high with "
-                    "low <= high, both characters");
-    return class_add(p, ci, lo, hi);
+    hi = lo;
+    if (peek(p) == '-' && p->pos + 1 < p->len && p->pat[p->pos + 1] != ']') {
+        p->pos++;
+        if (peek(p) == '\\' && p->pos + 1 < p->len &&
+            strchr("dDwWsSpP", p->pat[p->pos + 1]) != NULL)
+            raw_hi = true;      /* a class cannot end a range */
+        else if ((rc = bracket_char(p, &hi, &raw_hi)) != EMBER_OK)
+            return rc;
+        if (hi < lo || raw || raw_hi)
+            return perr(p, EMBER_EINVAL, at, "expected a range low-high "
+                        "with low <= high, both characters");
+    } else if (raw) {           /* a stray byte stands for itself */
+        bit_set(p->cls[ci].bits, lo);
+        return EMBER_OK;
+    }
+    rc = class_add(p, lo, hi);
+    return rc == EMBER_OK ? item_finish(p, from, false) : rc;
 }
 
 /* A bracket expression [...] or [^...] at p->pos. */
@@ -592,12 +850,8 @@ static int parse_bracket(rparser *p, int32_t *out)
     }
     if (rc == EMBER_OK) {
         p->pos++;
-        rc = class_finish(p, ci, neg);
+        rc = class_close(p, ci, neg, out);
     }
-    if (rc == EMBER_OK)
-        rc = node_new(p, N_CLASS, out);
-    if (rc == EMBER_OK)
-        p->node[*out].cls = ci;
     return rc;
 }
 
@@ -605,90 +859,141 @@ static int parse_bracket(rparser *p, int32_t *out)
 
 static int parse_alt(rparser *p, int32_t *out);
 
-/* A literal of LEN bytes at S; under (?i) an ASCII letter is a class. */
-static int literal_node(rparser *p, const uint8_t *s, unsigned len,
+/* A literal character: the W pattern bytes at S (NULL for an escape), code
+** point CP. It is a class under (?i) when CP has other cases; for U+FFFD,
+** which also matches stray bytes; and for an escape past ASCII, which has
+** no bytes in the pattern to compare with. */
+static int literal_node(rparser *p, const uint8_t *s, unsigned w, uint32_t cp,
                         int32_t *out)
 {
-    int rc;
+    bool raw = s != NULL && w == 1 && cp >= 0x80;
+    uint8_t b = (uint8_t)cp;
     uint32_t ci;
+    size_t from = p->nrng;
+    int rc;
 
-    if (p->icase && len == 1 && (s[0] | 0x20) >= 'a' && (s[0] | 0x20) <= 'z') {
+    if (!raw && (((p->flags & RF_ICASE) && fold_next(cp) != cp) ||
+                 cp == 0xfffd || (s == NULL && cp >= 0x80))) {
         rc = class_new(p, &ci);
         if (rc == EMBER_OK)
-            rc = class_add(p, ci, s[0], s[0]);
+            rc = class_add(p, cp, cp);
         if (rc == EMBER_OK)
-            rc = class_finish(p, ci, false);
-        if (rc == EMBER_OK && (rc = node_new(p, N_CLASS, out)) == EMBER_OK)
-            p->node[*out].cls = ci;
-        return rc;
+            rc = item_finish(p, from, false);
+        return rc == EMBER_OK ? class_close(p, ci, false, out) : rc;
     }
     rc = node_new(p, N_LIT, out);
     if (rc == EMBER_OK) {
-        memcpy(p->node[*out].lit, s, len);
-        p->node[*out].nlit = (uint8_t)len;
+        memcpy(p->node[*out].lit, s != NULL ? s : &b, s != NULL ? w : 1);
+        p->node[*out].nlit = (uint8_t)(s != NULL ? w : 1);
     }
     return rc;
 }
 
-/* An escape outside brackets: \d and friends, or a literal. */
+/* An escape outside brackets: an assertion (\A \z \b \B), the start of
+** \Q...\E (no node: *out is -1), a class (\d, \pL) or a character. */
 static int parse_escape(rparser *p, int32_t *out)
 {
+    static const char asserts[] = "AzbB";
+    static const uint8_t types[] = {N_BOL, N_EOL, N_WORDB, N_NWORDB};
     size_t at = p->pos;
-    const rset_def *set;
-    bool neg;
-    uint8_t b;
-    int e;
+    int c = at + 1 < p->len ? (uint8_t)p->pat[at + 1] : -1;
+    const char *a = c > 0 ? strchr(asserts, c) : NULL;
+    const rset_def *set = NULL;
+    uint32_t ci, cp;
+    bool neg = false;
+    int rc;
 
-    if (at + 1 < p->len &&
-        (set = perl_set((uint8_t)p->pat[at + 1], &neg)) != NULL) {
+    if (a != NULL || c == 'Q') {
         p->pos += 2;
-        return class_node(p, set, neg, false, out);
+        p->quote = c == 'Q';
+        *out = -1;
+        return a != NULL ? node_new(p, types[a - asserts], out) : EMBER_OK;
     }
-    e = at + 1 < p->len ? escape_byte((uint8_t)p->pat[at + 1]) : -1;
-    if (e < 0)
-        return bad_escape(p, at);
-    b = (uint8_t)e;
-    p->pos += 2;
-    return literal_node(p, &b, 1, out);
+    if (c == 'p' || c == 'P' || (c >= 0 && (set = perl_set(c, &neg)))) {
+        if ((rc = class_new(p, &ci)) == EMBER_OK && set != NULL) {
+            p->pos += 2;
+            rc = class_add_set(p, set, neg);
+        } else if (rc == EMBER_OK) {
+            rc = unicode_item(p);
+        }
+        return rc == EMBER_OK ? class_close(p, ci, false, out) : rc;
+    }
+    if ((rc = escape_char(p, &cp)) != EMBER_OK)
+        return rc;
+    return literal_node(p, NULL, 1, cp, out);
 }
 
-/* The "(?" forms after the start: (?:re), (?P<name>re) and (?<name>re). */
+/* The letters of Go's flags: i m s U, as RF_* bits. */
+static unsigned flag_bit(char c)
+{
+    switch (c) {
+    case 'i': return RF_ICASE;
+    case 'm': return RF_MULTI;
+    case 's': return RF_DOTNL;
+    case 'U': return RF_UNGREEDY;
+    default: return 0;
+    }
+}
+
+/* What follows "(?" (p->pos at the '?'; the group opened at AT): a named
+** group (?P<name> or (?<name>, or flags as Go reads them, (?flags) or
+** (?flags:, flags being letters of i m s U, then optionally '-' and at
+** least one more to clear. Returns 1 for (?flags), which sets p->flags
+** for the rest of the enclosing group, 0 for a group (whose flags are
+** now in p->flags), or an error. */
 static int group_prefix(rparser *p, size_t at)
 {
     const char *s = p->pat;
     size_t i = p->pos + 1;
+    unsigned flags = p->flags, f;
+    bool minus = false, saw = false;
 
-    if (i < p->len && s[i] == ':') {
-        p->pos = i + 1;
-        return EMBER_OK;
-    }
-    if (i < p->len && s[i] == 'P')
-        i++;
-    if (i < p->len && s[i] == '<') {
+    if (i < p->len && (s[i] == '<' || (s[i] == 'P' && i + 1 < p->len &&
+                                       s[i + 1] == '<'))) {
         size_t n = 0;
-        while (i + 1 + n < p->len && is_name_char(s[i + 1 + n]))
+        i += s[i] == 'P' ? 2 : 1;
+        while (i + n < p->len && is_name_char(s[i + n]))
             n++;
-        if (n > 0 && i + 1 + n < p->len && s[i + 1 + n] == '>') {
-            p->pos = i + 2 + n;
-            return EMBER_OK;
+        if (n > 0 && i + n < p->len && s[i + n] == '>') {
+            p->pos = i + n + 1;
+            return 0;
         }
         return perr(p, EMBER_EINVAL, at, "expected a group name of letters, "
                     "digits and '_' and then '>'");
     }
-    if (p->pos + 1 < p->len && s[p->pos + 1] == 'i')
-        return perr(p, EMBER_EINVAL, at,
-                    "flags (?i) are allowed only at the start of the pattern");
-    return perr(p, EMBER_EINVAL, at, "expected ':' or a group name after '(?'");
+    for (; i < p->len; i++) {
+        if ((f = flag_bit(s[i])) != 0) {
+            flags = minus ? flags & ~f : flags | f;
+            saw = true;
+        } else if (s[i] == '-' && !minus) {
+            minus = true;
+            saw = false;
+        } else if ((s[i] == ':' || s[i] == ')') && (!minus || saw)) {
+            p->flags = flags;
+            p->pos = i + 1;
+            return s[i] == ')';
+        } else {
+            break;
+        }
+    }
+    return perr(p, EMBER_EINVAL, at, "expected ':' or a group name after "
+                "'(?', or flags of i m s U (clearing after '-') and then "
+                "':' or ')'");
 }
 
-/* A group at p->pos: (re), (?:re) or a named group. */
+/* A group at p->pos: (re), (?:re), (?flags:re) or a named group; or flags
+** (?flags), which make no node (*out is -1). The flags a group sets end
+** with it. */
 static int parse_group(rparser *p, int32_t *out)
 {
     size_t at = p->pos++;
-    int rc = peek(p) == '?' ? group_prefix(p, at) : EMBER_OK;
+    unsigned flags = p->flags;
+    int rc = peek(p) == '?' ? group_prefix(p, at) : 0;
 
-    if (rc != EMBER_OK)
-        return rc;
+    if (rc != 0) {
+        *out = -1;
+        return rc < 0 ? rc : EMBER_OK;
+    }
     if (p->depth >= EM_RE_MAX_DEPTH)
         return perr(p, EMBER_ELIMIT, at, "groups nested deeper than %d",
                     EM_RE_MAX_DEPTH);
@@ -698,7 +1003,23 @@ static int parse_group(rparser *p, int32_t *out)
     if (rc == EMBER_OK && peek(p) != ')')
         rc = perr(p, EMBER_EINVAL, p->pos, "expected ')'");
     p->pos++;
+    p->flags = flags;
     return rc;
+}
+
+/* Reads the digits of a count at *I: false when there are none or a
+** leading zero (Go then reads '{' as a literal); saturates past 100000. */
+static bool scan_int(const rparser *p, size_t *i, uint32_t *v)
+{
+    const char *s = p->pat;
+    size_t d = *i;
+
+    if (d >= p->len || !is_digit(s[d]) ||
+        (s[d] == '0' && d + 1 < p->len && is_digit(s[d + 1])))
+        return false;
+    for (*v = 0; *i < p->len && is_digit(s[*i]); (*i)++)
+        *v = *v > 100000 ? *v : *v * 10 + (uint32_t)(s[*i] - '0');
+    return true;
 }
 
 /* Reads {n}, {n,} or {n,m} at AT without judging the numbers: 1 and *END
@@ -707,20 +1028,16 @@ static int scan_count(const rparser *p, size_t at, uint32_t *min,
                       uint32_t *max, size_t *end)
 {
     const char *s = p->pat;
-    size_t i = at + 1, d;
+    size_t i = at + 1;
 
-    if (at >= p->len || s[at] != '{')
-        return 0;
-    for (*min = 0, d = i; i < p->len && is_digit(s[i]); i++)
-        *min = *min > 100000 ? *min : *min * 10 + (uint32_t)(s[i] - '0');
-    if (i == d)
+    if (at >= p->len || s[at] != '{' || !scan_int(p, &i, min))
         return 0;
     *max = *min;
     if (i < p->len && s[i] == ',') {
         *max = UINT32_MAX;      /* {n,} */
-        for (d = ++i; i < p->len && is_digit(s[i]); i++)
-            *max = (i == d ? 0 : *max > 100000 ? *max : *max * 10) +
-                   (uint32_t)(s[i] - '0');
+        i++;
+        if (i < p->len && s[i] != '}' && !scan_int(p, &i, max))
+            return 0;
     }
     if (i >= p->len || s[i] != '}')
         return 0;
@@ -764,47 +1081,61 @@ static int parse_quantifier(rparser *p, uint16_t *min, uint16_t *max)
     return 1;
 }
 
-/* One atom at p->pos; the caller saw it is not '|' or ')'. */
+/* One atom at p->pos, which is not '|' or ')' (unless quoted) and not a
+** quantifier; *out is -1 for flags and \Q...\E, which make no node. */
 static int parse_atom(rparser *p, int32_t *out)
 {
     const uint8_t *s = (const uint8_t *)p->pat + p->pos;
     uint32_t cp;
     unsigned w;
 
-    switch (s[0]) {
+    if (p->quote && s[0] == '\\' && p->pos + 1 < p->len && s[1] == 'E') {
+        p->pos += 2;
+        p->quote = false;
+        *out = -1;
+        return EMBER_OK;
+    }
+    switch (p->quote ? 0 : s[0]) {
     case '(': return parse_group(p, out);
     case '[': return parse_bracket(p, out);
     case '\\': return parse_escape(p, out);
-    case '.': p->pos++; return class_node(p, NULL, false, true, out);
-    case '^': p->pos++; return node_new(p, N_BOL, out);
-    case '$': p->pos++; return node_new(p, N_EOL, out);
+    case '.': p->pos++; return dot_node(p, out);
+    case '^':
+        p->pos++;
+        return node_new(p, p->flags & RF_MULTI ? N_BOLL : N_BOL, out);
+    case '$':
+        p->pos++;
+        return node_new(p, p->flags & RF_MULTI ? N_EOLL : N_EOL, out);
     default: break;
     }
-    if (quantifier_at(p, p->pos))
-        return perr(p, EMBER_EINVAL, p->pos,
-                    "expected an expression before '%c' to repeat", s[0]);
     w = utf8_unit(s, p->len - p->pos, &cp);
     p->pos += w;
-    return literal_node(p, s, w, out);
+    return literal_node(p, s, w, cp, out);
 }
 
-/* An atom with its quantifier, if any. */
-static int parse_repeat(rparser *p, int32_t *out)
+/* Applies the quantifier at p->pos to *LAST, the previous item of a
+** concatenation (-1: none), as Go does: flags and \Q\E between them do not
+** count, but a quantifier directly after another is an error. */
+static int parse_repeat(rparser *p, int32_t *last, bool after_repeat)
 {
     uint16_t min = 0, max = 0;
+    size_t at = p->pos;
     int32_t rep;
-    int rc = parse_atom(p, out);
+    int rc;
 
-    if (rc != EMBER_OK || (rc = parse_quantifier(p, &min, &max)) <= 0)
-        return rc;
-    if (quantifier_at(p, p->pos))
-        return perr(p, EMBER_EINVAL, p->pos, "expected no second repetition "
+    if (*last < 0)
+        return perr(p, EMBER_EINVAL, at, "expected an expression before "
+                    "'%c' to repeat", p->pat[at]);
+    if (after_repeat)
+        return perr(p, EMBER_EINVAL, at, "expected no second repetition "
                     "operator; group the first with (?:...)");
+    if ((rc = parse_quantifier(p, &min, &max)) < 0)
+        return rc;
     if ((rc = node_new(p, N_REP, &rep)) != EMBER_OK)
         return rc;
-    p->node[rep].kid = *out;
+    p->node[rep].kid = *last;
     p->node[rep].min = min, p->node[rep].max = max;
-    *out = rep;
+    *last = rep;
     return EMBER_OK;
 }
 
@@ -832,20 +1163,31 @@ static int32_t cat_finish(rparser *p, int32_t cat)
     return cat;
 }
 
+/* Items up to '|', ')' or the end; a quantifier replaces the last item by
+** its repetition (the REP node takes its place in the list). */
 static int parse_cat(rparser *p, int32_t *out)
 {
-    int32_t cat, last = -1, item;
+    int32_t cat, prev = -1, last = -1, item;
+    bool after_repeat = false;
     int rc = node_new(p, N_CAT, &cat);
 
-    while (rc == EMBER_OK && peek(p) >= 0 && peek(p) != '|' && peek(p) != ')') {
-        rc = parse_repeat(p, &item);
-        if (rc != EMBER_OK)
-            break;
-        if (last < 0)
-            p->node[cat].kid = item;
-        else
-            p->node[last].next = item;
-        last = item;
+    while (rc == EMBER_OK && peek(p) >= 0 &&
+           (p->quote || (peek(p) != '|' && peek(p) != ')'))) {
+        if (!p->quote && quantifier_at(p, p->pos)) {
+            rc = parse_repeat(p, &last, after_repeat);
+            after_repeat = true;
+        } else {
+            rc = parse_atom(p, &item);
+            after_repeat = false;
+            if (rc != EMBER_OK || item < 0)
+                continue;
+            prev = last;
+            last = item;
+        }
+        if (rc == EMBER_OK && prev < 0)
+            p->node[cat].kid = last;
+        else if (rc == EMBER_OK)
+            p->node[prev].next = last;
     }
     if (rc == EMBER_OK)
         *out = cat_finish(p, cat);
@@ -874,16 +1216,18 @@ static int parse_alt(rparser *p, int32_t *out)
     return rc;
 }
 
+/* The whole pattern, under Prometheus's (?s): '.' matches '\n'. A \Q
+** without \E is an error, though Go alone reads it to the end: Prometheus
+** wraps the pattern as ^(?s:re)$, so there the \Q quotes the ")$". */
 static int parse_pattern(rparser *p, int32_t *root)
 {
     int rc;
 
-    if (p->len >= 4 && memcmp(p->pat, "(?i)", 4) == 0) {
-        p->icase = true;
-        p->pos = 4;
-    }
+    p->flags = RF_DOTNL;
     rc = parse_alt(p, root);
-    if (rc == EMBER_OK && p->pos < p->len)     /* only ')' stops parse_alt */
+    if (rc == EMBER_OK && p->quote)
+        rc = perr(p, EMBER_EINVAL, p->len, "expected \\E to end \\Q");
+    else if (rc == EMBER_OK && p->pos < p->len) /* only ')' stops parse_alt */
         rc = perr(p, EMBER_EINVAL, p->pos, "unmatched ')'");
     return rc;
 }
@@ -898,7 +1242,8 @@ static uint32_t node_size(const rparser *p, int32_t i)
 
     switch (n->type) {
     case N_LIT: s = n->nlit; break;
-    case N_CLASS: case N_BOL: case N_EOL: s = 1; break;
+    case N_CLASS: case N_BOL: case N_EOL: case N_BOLL: case N_EOLL:
+    case N_WORDB: case N_NWORDB: s = 1; break;
     case N_CAT: case N_ALT:
         for (int32_t c = n->kid; c >= 0; c = p->node[c].next, k++) {
             s += node_size(p, c);
@@ -1032,8 +1377,10 @@ static void emit(remit *e, int32_t i)
         else
             e->prog[put(e, RI_CLASS, 0, 0)].cls = (uint16_t)n->cls;
         break;
-    case N_BOL: put(e, RI_BOL, 0, 0); break;
-    case N_EOL: put(e, RI_EOL, 0, 0); break;
+    case N_BOL: case N_EOL: case N_BOLL: case N_EOLL: case N_WORDB:
+    case N_NWORDB:              /* the same order as RI_BOL ... */
+        put(e, (uint8_t)(RI_BOL + (n->type - N_BOL)), 0, 0);
+        break;
     case N_CAT:
         for (int32_t k = n->kid; k >= 0; k = e->p->node[k].next)
             emit(e, k);
@@ -1094,6 +1441,27 @@ static void vm_init(rvm *vm, const em_regex *re, uint16_t *pcs, uint8_t *marks,
     memset(marks, 0, (size_t)EM_RE_NSETS * n);
 }
 
+static bool is_word(uint8_t c)
+{
+    return is_name_char((char)c);
+}
+
+/* Whether assertion OP (RI_BOLL ... RI_NWORDB) holds at POS of the subject.
+** Word characters are ASCII, as in RE2, so the bytes on either side
+** decide: a byte of a multi-byte character is never one. */
+static bool vm_assert(const rvm *vm, uint8_t op, size_t pos)
+{
+    bool before, after;
+
+    if (op == RI_BOLL)
+        return pos == 0 || vm->s[pos - 1] == '\n';
+    if (op == RI_EOLL)
+        return pos == vm->len || vm->s[pos] == '\n';
+    before = pos > 0 && is_word(vm->s[pos - 1]);
+    after = pos < vm->len && is_word(vm->s[pos]);
+    return op == RI_WORDB ? before != after : before == after;
+}
+
 /* Adds PC and everything reachable from it without consuming input, at
 ** position POS (which decides RI_BOL and RI_EOL), to set S. */
 static void vm_closure(rvm *vm, rset *S, uint32_t pc, size_t pos)
@@ -1117,9 +1485,16 @@ static void vm_closure(rvm *vm, rset *S, uint32_t pc, size_t pos)
                 vm->blocked = true;
             break;
         default:
-            S->pc[S->nfront++] = (uint16_t)pc;
-            vm->live++;
-            continue;
+            if (in->op <= RI_MATCH) {
+                S->pc[S->nfront++] = (uint16_t)pc;
+                vm->live++;
+                continue;
+            }
+            if (vm->len == SIZE_MAX && (pos > 0 || in->op != RI_BOLL))
+                vm->blocked = true;     /* prefix walk: the rest unknown */
+            else if (vm_assert(vm, in->op, pos))
+                EM_RE_PUSH(in->x);
+            break;
         }
         S->pc[n - 1 - S->nback++] = (uint16_t)pc;
     }
@@ -1312,25 +1687,33 @@ static int find_prefix(em_regex *re, rvm *vm)
     return rc;
 }
 
-/* True when node I is a concatenation of literals without '\n' and .*;
-** counts the literal bytes and the .* seen. */
+/* True when node I is a concatenation of literals and .*, all of one kind
+** of dot (*DOT: RF_DOTNL or 1 for (?-s), 0 before the first), with no '\n'
+** in the literals under (?-s), and no stray byte (which memmem could find
+** inside a character); counts the literal bytes and the .* seen. */
 static bool glob_scan(const rparser *p, int32_t i, size_t *nbytes,
-                      size_t *nstars)
+                      size_t *nstars, uint8_t *dot)
 {
     const rnode *n = &p->node[i];
+    uint8_t d;
 
     switch (n->type) {
     case N_EMPTY: return true;
     case N_LIT:
         *nbytes += n->nlit;
-        return memchr(n->lit, '\n', n->nlit) == NULL;
+        return !(n->nlit == 1 && n->lit[0] >= 0x80) &&
+               (*dot == RF_DOTNL || memchr(n->lit, '\n', n->nlit) == NULL);
     case N_REP:
         *nstars += 1;
-        return n->min == 0 && n->max == EM_RE_INF &&
-               p->node[n->kid].type == N_CLASS && p->node[n->kid].dot;
+        d = p->node[n->kid].type == N_CLASS ? p->node[n->kid].dot : 0;
+        if (n->min != 0 || n->max != EM_RE_INF || d == 0 ||
+            (*dot != 0 && *dot != d))
+            return false;
+        *dot = d;
+        return true;
     case N_CAT:
         for (int32_t k = n->kid; k >= 0; k = p->node[k].next)
-            if (!glob_scan(p, k, nbytes, nstars))
+            if (!glob_scan(p, k, nbytes, nstars, dot))
                 return false;
         return true;
     default: return false;
@@ -1356,9 +1739,16 @@ static void glob_fill(const rparser *p, int32_t i, em_regex *re, size_t *off)
 static int find_glob(em_regex *re, const rparser *p, int32_t root)
 {
     size_t nbytes = 0, nstars = 0, off = 0;
+    uint8_t dot = 0;
 
-    if (re->literal || !glob_scan(p, root, &nbytes, &nstars) || nstars == 0)
+    /* twice: the first .* may come after a literal with '\n' */
+    if (re->literal || !glob_scan(p, root, &nbytes, &nstars, &dot) ||
+        nstars == 0)
         return EMBER_OK;
+    nbytes = nstars = 0;
+    if (!glob_scan(p, root, &nbytes, &nstars, &dot))
+        return EMBER_OK;
+    re->glob_nl = dot == RF_DOTNL;
     re->glob = em_malloc(nbytes);
     re->gend = em_malloc((nstars + 1) * sizeof *re->gend);
     if (re->glob == NULL || re->gend == NULL)
@@ -1368,15 +1758,16 @@ static int find_glob(em_regex *re, const rparser *p, int32_t root)
     return EMBER_OK;
 }
 
-/* L0.*L1.*...Ln: no '\n' (only .* could hold one and '.' does not), L0 at
-** the start, Ln at the end, the others leftmost in order in between (a
-** greedy leftmost choice never loses a match when gaps are unconstrained). */
+/* L0.*L1.*...Ln: under (?-s) no '\n' (only .* could hold one and '.' does
+** not), L0 at the start, Ln at the end, the others leftmost in order in
+** between (a greedy leftmost choice never loses a match when gaps are
+** unconstrained). */
 static bool glob_match(const em_regex *re, const uint8_t *s, size_t len)
 {
     size_t n = re->nglob, a = re->gend[0];
     size_t z = re->gend[n - 1] - re->gend[n - 2], pos = a, end;
 
-    if (len < a + z || memchr(s, '\n', len) != NULL)
+    if (len < a + z || (!re->glob_nl && memchr(s, '\n', len) != NULL))
         return false;
     end = len - z;
     if (memcmp(s, re->glob, a) != 0 ||

@@ -3,7 +3,10 @@
 ** Input: pattern bytes, a NUL, subject bytes (no NUL: all pattern, empty
 ** subject). Any input must give EMBER_OK or an error code, and a compiled
 ** regex must keep its promises: a match starts with em_regex_prefix(), a
-** literal regex matches its prefix and only it. Matching is bounded by
+** literal regex matches its prefix and only it; and the pattern wrapped
+** as (?s:PATTERN), which must mean the same since (?s) is the default and
+** flags set inside a group end with it, gives the same answer (when the
+** wrapping stays within the limits). Matching is bounded by
 ** O(program x subject), so a slow input here is a bug, not bad luck; the
 ** subject is cut at EM_FUZZ_SUBJECT bytes so that the worst case, a 20000-
 ** instruction program, stays well inside the smoke run's 10 s per input
@@ -33,6 +36,26 @@ static void check(const em_regex *re, const char *s, size_t len)
         abort();                /* a literal that misses itself */
 }
 
+/* (?s:PATTERN) must answer as PATTERN did (WANT) on S. */
+static void check_wrapped(const char *pattern, size_t plen, bool want,
+                          const char *s, size_t len)
+{
+    char *w = malloc(plen + 6);
+    em_regex *re;
+
+    if (w == NULL)
+        return;
+    memcpy(w, "(?s:", 4);
+    memcpy(w + 4, pattern, plen);
+    memcpy(w + 4 + plen, ")", 2);
+    if (em_regex_compile(w, &re) == EMBER_OK) {
+        if (em_regex_match(re, s, len) != want)
+            abort();            /* the wrapping changed the meaning */
+        em_regex_free(re);
+    }
+    free(w);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const uint8_t *nul = memchr(data, 0, size);
@@ -47,7 +70,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (em_regex_compile(pattern, &re) == EMBER_OK) {
         const char *s = nul != NULL ? (const char *)nul + 1 : "";
         size_t slen = nul != NULL ? size - plen - 1 : 0;
-        check(re, s, slen < EM_FUZZ_SUBJECT ? slen : EM_FUZZ_SUBJECT);
+        slen = slen < EM_FUZZ_SUBJECT ? slen : EM_FUZZ_SUBJECT;
+        check(re, s, slen);
+        check_wrapped(pattern, plen, em_regex_match(re, s, slen), s, slen);
         em_regex_free(re);
     }
     free(pattern);

@@ -66,8 +66,11 @@ static const match_case match_cases[] = {
     {"abc", "abc", true}, {"abc", "abcd", false}, {"abc", "xabc", false},
     {"abc", "ab", false}, {"", "", true}, {"", "a", false},
     {"api-server", "api-server", true}, {"a b", "a b", true},
-    /* the dot: one character but \n; one whole UTF-8 character */
-    {"a.c", "abc", true}, {"a.c", "a\nc", false}, {"a.c", "ac", false},
+    /* the dot: one character, \n included (Prometheus's (?s)); one whole
+    ** UTF-8 character */
+    {"a.c", "abc", true}, {"a.c", "a\nc", true}, {"a.c", "ac", false},
+    {"(?-s)a.c", "a\nc", false}, {"(?-s:.)", "\n", false},
+    {"(?s-s).", "\n", false}, {"(?-s)a(?s:.)c", "a\nc", true},
     {".", "\xc3\xa9", true}, {"..", "\xc3\xa9", false},
     {"^.$", "\xc3\xa9", true}, {".", "\xe2\x82\xac", true},
     {".", "\xf0\x9f\x98\x80", true}, {"....", "\xf0\x9f\x98\x80", false},
@@ -142,10 +145,10 @@ static const match_case match_cases[] = {
     {"a{", "a{", true}, {"a{,2}", "a{,2}", true}, {"a{x}", "a{x}", true},
     {"a{1", "a{1", true}, {"a{1,2", "a{1,2", true}, {"}", "}", true},
     {"]", "]", true}, {"{", "{", true},
-    /* case-insensitive, ASCII only */
+    /* case-insensitive */
     {"(?i)abc", "ABC", true}, {"(?i)abc", "aBc", true}, {"abc", "ABC", false},
     {"(?i)[a-c]+", "ABCabc", true}, {"(?i)[^a]", "A", false},
-    {"(?i)[^a]", "b", true}, {"(?i)\xc3\xa9", "\xc3\x89", false},
+    {"(?i)[^a]", "b", true}, {"(?i)\xc3\xa9", "\xc3\x89", true},
     {"(?i)\\w", "K", true}, {"(?i)api-.*", "API-x", true}, {"(?i)1", "1", true},
     {"(?i)[[:upper:]]", "q", true}, {"(?i)", "", true},
     /* ^ and $: no-ops at the ends, assertions elsewhere */
@@ -157,16 +160,67 @@ static const match_case match_cases[] = {
     {"^^a$$", "a", true}, {"x*^a", "a", true}, {"x*^a", "xa", false},
     /* the glob shapes that have a fast path */
     {"api-.*", "api-gateway", true}, {"api-.*", "api-", true},
-    {"api-.*", "web-api", false}, {"api-.*", "api-\n", false},
+    {"api-.*", "web-api", false}, {"api-.*", "api-\n", true},
+    {"(?-s)api-.*", "api-\n", false}, {"(?-s).*-prod", "\n-prod", false},
+    {".*-prod", "\n-prod", true}, {"a\n.*b", "a\nxb", true},
+    {"(?-s)a\n.*b", "a\nxb", true}, {"(?-s:.*)(?s:.*)", "a\nb", true},
     {".*-prod", "eu-prod", true}, {".*-prod", "eu-prod-2", false},
     {".*foo.*", "xfooy", true}, {".*foo.*", "xfoy", false},
-    {".*foo.*", "foo\n", false}, {".*", "", true}, {".*", "a\nb", false},
+    {".*foo.*", "foo\n", true}, {"(?-s).*foo.*", "foo\n", false},
+    {".*", "", true}, {".*", "a\nb", true}, {"(?-s).*", "a\nb", false},
     {".*", "\xff\xfe", true}, {"a.*b.*c", "aXbYc", true},
     {"a.*b.*c", "acb", false},
     {"a.*a", "a", false}, {"a.*a", "aa", true}, {".*ab.*ab", "ab", false},
     {".*ab.*ab", "abab", true}, {"(?:.*)ab", "xab", true}, {".*.*", "", true},
-    {"a.*?b", "axxb", true}, {".*\\n", "a\n", true}, {".*\\n", "a\nb\n", false},
+    {"a.*?b", "axxb", true}, {".*\\n", "a\n", true}, {".*\\n", "a\nb\n", true},
+    {"(?-s).*\\n", "a\nb\n", false},
     {"ab.*cd.*", "abcd", true}, {"ab.*bc", "abc", false},
+    /* \x, octal and other escapes of RE2 (issue 12) */
+    {"\\x41", "A", true}, {"\\x41", "a", false}, {"\\x{263a}", "\xe2\x98\xba", true},
+    {"\\x{41}\\x{0042}", "AB", true}, {"\\x{1F600}", "\xf0\x9f\x98\x80", true},
+    {"[\\x41-\\x43]+", "ABC", true}, {"[\\x41-\\x43]", "D", false},
+    {"[\\x{3b1}-\\x{3c9}]+", "\xce\xb1\xce\xb2\xcf\x89", true},
+    {"\\x{e9}", "\xc3\xa9", true}, {"\\xe9", "\xe9", false}, {"\\101", "A", true},
+    {"\\a\\ \\_", "\a _", true}, {"\\12", "\n", true},
+    /* flags anywhere, scoped to their group; i s m U (issue 12) */
+    {"(?i:abc)d", "ABCd", true}, {"(?i:abc)d", "ABCD", false},
+    {"a(?i)b", "aB", true}, {"a(?i)b", "AB", false}, {"(?i)a(?-i)b", "Ab", true},
+    {"(?i)a(?-i)b", "AB", false}, {"((?i)a)b", "Ab", true},
+    {"((?i)a)b", "AB", false}, {"(?i)a|b", "B", true}, {"(?U)a+", "aaa", true},
+    {"(?)a", "a", true}, {"(?i-i)a", "A", false}, {"(?ims)a.B", "A\nb", true},
+    {"a$\\nb", "a\nb", false}, {"(?m)a$\\n^b", "a\nb", true},
+    {"(?m:a$)\\n(?m:^b)", "a\nb", true}, {"(?m)a$", "a", true},
+    {"(?m)^a", "a", true}, {"(?m).*^b", "a\nb", true}, {"(?m).*^b", "ab", false},
+    {"a(?i)*", "aaa", true}, {"a(?i)*", "", true}, {"a*(?i)*", "aa", true},
+    /* case folding is Unicode's simple folding, as in Go */
+    {"(?i)\xcf\x83", "\xce\xa3", true}, {"(?i)\xcf\x83", "\xcf\x82", true},
+    {"(?i)k", "\xe2\x84\xaa", true}, {"(?i)s", "\xc5\xbf", true},
+    {"(?i)\xc3\xa9", "\xc3\x89", true}, {"(?i)[a-z]+", "\xc5\xbf\xe2\x84\xaa", true},
+    {"(?i)\\W", "k", false}, {"(?i)\\W", "\xe2\x84\xaa", false}, {"\\W", "\xe2\x84\xaa", true},
+    {"(?i)[^k]", "K", false}, {"(?i)[^k]", "\xe2\x84\xaa", false},
+    {"(?i)\\p{Lu}", "\xc3\xa9", true}, {"\\p{Lu}", "\xc3\xa9", false},
+    /* Unicode classes \pL \p{Greek} \PL \P{Greek} \p{^Greek} */
+    {"\\pL", "\xc3\xa9", true}, {"\\pL", "1", false}, {"\\PL", "1", true},
+    {"\\PL", "\xc3\xa9", false}, {"\\p{Greek}+", "\xce\xb1\xce\xb2\xce\xb3", true},
+    {"\\p{Greek}", "a", false}, {"\\P{Greek}", "a", true},
+    {"\\p{^Greek}", "\xce\xb1", false}, {"\\P{^Greek}", "\xce\xb1", true},
+    {"[\\p{Greek}a]+", "\xce\xb1" "a", true}, {"[^\\pL]", "\xc3\xa9", false},
+    {"\\p{Lu}", "\xc3\x89", true}, {"\\pN", "\xd9\xa0", true}, {"\\p{Han}", "\xe4\xb8\xad", true},
+    {"[[:^alpha:]]", "1", true}, {"[[:^alpha:]]", "a", false},
+    /* a stray byte is matched as Go matches U+FFFD */
+    {"\\x{fffd}", "\xff", true}, {"\xef\xbf\xbd", "\xff", true},
+    {"[^\\x{fffd}]", "\xff", false}, {"\\pS", "\xff", true}, {"\\pL", "\xff", false},
+    {"[\\x{80}-\\x{10ffff}]", "\xff", true}, {"\\p{Any}", "\xff", true},
+    /* \b \B \A \z: ASCII word boundaries, text start and end */
+    {"a\\b", "a", true}, {"\\ba\\b", "a", true}, {"a\\bb", "ab", false},
+    {"a\\b-", "a-", true}, {"a\\B-", "a-", false}, {"a\\Bb", "ab", true},
+    {"\xc3\xa9\\b", "\xc3\xa9", false}, {"\xc3\xa9\\B", "\xc3\xa9", true},
+    {".*\\bfoo\\b.*", "a foo b", true}, {".*\\bfoo\\b.*", "afoob", false},
+    {"\\Aab\\z", "ab", true}, {"a\\Ab", "ab", false}, {"a\\zb", "ab", false},
+    /* \Q...\E quotes; counts with a leading zero are literals, as in Go */
+    {"\\Qa.b*\\E", "a.b*", true}, {"\\Qa.b*\\E", "axbb", false},
+    {"\\Qab\\E+", "abbb", true}, {"(\\Q)\\E)", ")", true}, {"\\Q\\E", "", true},
+    {"a{01}", "a{01}", true}, {"a{1,02}", "a{1,02}", true},
 };
 
 static void test_match_table(void **state)
@@ -235,7 +289,30 @@ static const error_case error_cases[] = {
     {"[a-\\d]", EMBER_EINVAL, "regex \"[a-\\d]\": column 2: expected a range"},
     {"\\q", EMBER_EINVAL, "regex \"\\q\": column 1: unknown escape '\\q'"},
     {"\\1", EMBER_EINVAL, "regex \"\\1\": column 1: unknown escape '\\1'"},
-    {"\\b", EMBER_EINVAL, "regex \"\\b\": column 1: unknown escape '\\b'"},
+    {"[\\b]", EMBER_EINVAL, "regex \"[\\b]\": column 2: unknown escape '\\b'"},
+    {"\\8", EMBER_EINVAL, "regex \"\\8\": column 1: unknown escape '\\8'"},
+    {"\\C", EMBER_EINVAL, "regex \"\\C\": column 1: unknown escape '\\C'"},
+    {"a\\x{110000}", EMBER_EINVAL, "regex \"a\\x{110000}\": column 2: expected "
+     "\\x and two hex digits, or \\x{...}"},
+    {"\\x{}", EMBER_EINVAL, "regex \"\\x{}\": column 1: expected \\x"},
+    {"\\x4", EMBER_EINVAL, "regex \"\\x4\": column 1: expected \\x"},
+    {"\\p{Foo}", EMBER_EINVAL, "regex \"\\p{Foo}\": column 1: unknown Unicode "
+     "class \"Foo\""},
+    {"\\p{greek}", EMBER_EINVAL, "regex \"\\p{greek}\": column 1: unknown"},
+    {"\\pX", EMBER_EINVAL, "regex \"\\pX\": column 1: unknown Unicode class"},
+    {"\\p", EMBER_EINVAL, "regex \"\\p\": column 1: unknown Unicode class"},
+    {"\\p{^}", EMBER_EINVAL, "regex \"\\p{^}\": column 1: unknown Unicode"},
+    {"a\\p{Greek", EMBER_EINVAL, "regex \"a\\p{Greek\": column 2: expected '}'"},
+    {"[a-\\pL]", EMBER_EINVAL, "regex \"[a-\\pL]\": column 2: expected a range"},
+    {"[[:^foo:]]", EMBER_EINVAL, "regex \"[[:^foo:]]\": column 2: unknown class"},
+    {"ab\\Qcd", EMBER_EINVAL, "regex \"ab\\Qcd\": column 7: expected \\E to "
+     "end \\Q"},
+    {"(?-)", EMBER_EINVAL, "regex \"(?-)\": column 1: expected ':' or a group"},
+    {"(?i-)", EMBER_EINVAL, "regex \"(?i-)\": column 1: expected ':'"},
+    {"(?--i)", EMBER_EINVAL, "regex \"(?--i)\": column 1: expected ':'"},
+    {"(?i", EMBER_EINVAL, "regex \"(?i\": column 1: expected ':'"},
+    {"a)(b", EMBER_EINVAL, "regex \"a)(b\": column 2: unmatched ')'"},
+    {"(?i)*", EMBER_EINVAL, "regex \"(?i)*\": column 5: expected an expression"},
     {"[\\q]", EMBER_EINVAL, "regex \"[\\q]\": column 2: unknown escape"},
     {"a\\", EMBER_EINVAL,
      "regex \"a\\\": column 2: expected a character after '\\'"},
@@ -251,9 +328,6 @@ static const error_case error_cases[] = {
     {"(?P<>a)", EMBER_EINVAL, "regex \"(?P<>a)\": column 1: expected a group "
      "name"},
     {"(?P<a", EMBER_EINVAL, "regex \"(?P<a\": column 1: expected a group"},
-    {"a(?i)b", EMBER_EINVAL, "regex \"a(?i)b\": column 2: flags (?i) are "
-     "allowed only at the start of the pattern"},
-    {"(?i)(?i)", EMBER_EINVAL, "regex \"(?i)(?i)\": column 5: flags (?i)"},
     {"[[:foo:]]", EMBER_EINVAL, "regex \"[[:foo:]]\": column 2: unknown class "
      "[:foo:]"},
     {"\xc3\xa9(", EMBER_EINVAL, "regex \"\xc3\xa9(\": column 3: expected ')'"},
@@ -311,6 +385,20 @@ static void test_error_limits(void **state)
     em_regex_free(re);
     free(p);
 
+    /* Unicode tables are large: their ranges are bounded, 65536 in all */
+    p = malloc(3 * 110 + 1);    /* \PL holds about 650 ranges */
+    assert_non_null(p);
+    for (int i = 0; i < 110; i++)
+        memcpy(p + 3 * i, "\\PL", 3);
+    p[3 * 110] = '\0';
+    assert_int_equal(em_regex_compile(p, &re), EMBER_ELIMIT);
+    assert_non_null(strstr(em_errmsg(), "character classes exceed 65536 "
+                           "code-point ranges"));
+    p[3 * 50] = '\0';
+    assert_int_equal(em_regex_compile(p, &re), EMBER_OK);
+    em_regex_free(re);
+    free(p);
+
     assert_int_equal(em_regex_compile(NULL, &re), EMBER_EINVAL);
     em_regex_free(NULL);
     /* a long pattern is cut in the message */
@@ -341,6 +429,12 @@ static const prefix_case prefix_cases[] = {
     {"ab|a^", "ab", true}, {"job=\"x\"", "job=\"x\"", true},
     {"[.][.]", "..", true}, {"\\t", "\t", true}, {"a?", "", false},
     {"ab?", "a", false}, {"(?:ab|ac)d", "a", false}, {"a|a", "a", true},
+    /* the syntax of issue 12 */
+    {"\\x41b", "Ab", true}, {"\\101\\x{42}", "AB", true}, {"(?i)k", "", false},
+    {"a(?i)k", "a", false}, {"(?i:a)b", "", false}, {"(?i)1(?-i)k", "1k", true},
+    {"\\x{e9}", "", false}, {"\\Qa.b\\E", "a.b", true}, {"\\Aab\\z", "ab", true},
+    {"ab\\b", "ab", false}, {"(?m)^ab", "ab", true}, {"a(?m)^b", "a", false},
+    {"\\pLx", "", false}, {"(?s:.)", "", false},
 };
 
 static void test_prefix_literal(void **state)
@@ -581,6 +675,8 @@ static const hostile_case hostile_cases[] = {
     {"(a{1,30}){1,30}", 'a', 10000, false},
     {"(a{1,30}){1,30}", 'a', 900, true},
     {"(?i)(A|a)*b", 'a', 100000, false},
+    {"(?i)(?:\\pL|[\\p{Greek}k]|\\b)*1", 'a', 100000, false},
+    {"(?m)(?:^|$|\\B|.)*\\PL", 'a', 100000, false},
     {"(\\w+\\s?)*$x", 'w', 100000, false},
     /* long prefix walks with many agreeing threads (compile time) */
     {"(?:a{1,99}){1,99}a{200}", 'a', 300, true},
@@ -622,6 +718,8 @@ static const char *const alloc_patterns[] = {
     "abc", "api-.*", "a.*b.*c", "(?i)[a-z]+\\d{2,4}", "[^\xc3\xa9\\W]|x",
     "(a{1,30}){1,30}", "((ab|cd)*|[[:alpha:]]+){3}", "", "a(b",
     "[\xc3\xa0-\xc3\xbc\xe2\x82\xac]+", "(a{1000}){1000}",
+    "(?i)\\p{Greek}+[^\\PL\\d]\\x{263a}", "(?i:[[:^alpha:]k-z])\\b\\Qx\\E",
+    "(?-s).*(?i)\\W", "\\P{^Greek}\\p{Foo}",
 };
 
 /* Fails the first, second, ... allocation of each compile until it goes
@@ -717,8 +815,95 @@ static void test_threads(void **state)
     free(s);
 }
 
-int main(void)
+/* ---- differential test against Go's regexp ----------------------------- */
+
+/* Decodes the hex digits at HEX (up to a space or the end) into OUT, NUL-
+** terminated; returns the byte count, or -1. */
+static long unhex(const char *hex, char *out, size_t cap)
 {
+    size_t n = 0;
+
+    for (; hex[0] != '\0' && hex[0] != ' ' && hex[0] != '\n'; hex += 2) {
+        unsigned v;
+        if (n + 1 >= cap || sscanf(hex, "%2x", &v) != 1 || hex[1] == '\0')
+            return -1;
+        out[n++] = (char)v;
+    }
+    out[n] = '\0';
+    return (long)n;
+}
+
+/* Runs Ember on the cases tests/go/regexdiff judged (see its header) and
+** compares every verdict: whether each pattern compiles, and for those that
+** do, whether each subject matches (and the prefix and literal promises).
+** Prints each difference and a summary; returns the number of differences,
+** or -1 when the file cannot be read. */
+static long go_cases(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    static char line[1 << 16], pat[1 << 15], sub[1 << 15];
+    long diffs = 0, npat = 0, nerr = 0, nsub = 0, nmatch = 0, slen;
+    em_regex *re = NULL;
+    bool pat_ok = false;
+
+    if (f == NULL)
+        return -1;
+    while (fgets(line, sizeof line, f) != NULL) {
+        const char *v = strrchr(line, ' ');
+        if (line[0] == 'p' && v != NULL && unhex(line + 2, pat, sizeof pat) >= 0) {
+            em_regex_free(re);
+            re = NULL;
+            pat_ok = strncmp(v + 1, "ok", 2) == 0;
+            npat++;
+            nerr += !pat_ok;
+            if ((em_regex_compile(pat, &re) == EMBER_OK) != pat_ok) {
+                printf("DIFF pattern \"%s\": go %s, ember %s\n", pat,
+                       pat_ok ? "compiles it" : "rejects it",
+                       re != NULL ? "compiles it" : em_errmsg());
+                diffs++;
+            }
+        } else if (line[0] == 's' && v != NULL &&
+                   (slen = unhex(line + 2, sub, sizeof sub)) >= 0) {
+            bool want = v[1] == '1', got;
+            size_t n;
+            const char *pre;
+            if (re == NULL)
+                continue;       /* the pattern already differed */
+            nsub++;
+            nmatch += want;
+            got = em_regex_match(re, sub, (size_t)slen);
+            pre = em_regex_prefix(re, &n);
+            if (got != want || (got && ((size_t)slen < n ||
+                                        memcmp(sub, pre, n) != 0 ||
+                                        (em_regex_is_literal(re) &&
+                                         (size_t)slen != n)))) {
+                printf("DIFF pattern \"%s\" subject \"%s\" (%ld bytes): "
+                       "go %d, ember %d\n", pat, sub, slen, want, got);
+                diffs++;
+            }
+        } else {
+            printf("bad line: %s", line);
+            diffs++;
+        }
+    }
+    em_regex_free(re);
+    fclose(f);
+    printf("go-cases: %ld patterns (%ld rejected by go), %ld subjects "
+           "(%ld matched by go), %ld differences\n", npat, nerr, nsub, nmatch,
+           diffs);
+    return diffs;
+}
+
+/* test_regex --go-cases FILE: the differential test (tests/e2e/regex_go.sh);
+** without arguments, the unit tests. */
+int main(int argc, char **argv)
+{
+    if (argc == 3 && strcmp(argv[1], "--go-cases") == 0) {
+        long d = go_cases(argv[2]);
+        if (d < 0)
+            fprintf(stderr, "test_regex: cannot read %s\n", argv[2]);
+        return d == 0 ? 0 : 1;
+    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_match_table),
         cmocka_unit_test(test_match_nul_bytes),
