@@ -99,6 +99,9 @@ typedef struct em_import_opts {
                                 ** stackcollapse-perf --pid writes: it
                                 ** becomes labels comm and pid */
     uint64_t max_bytes;         /* limit after gunzip; 0: EM_IMPORT_MAX_BYTES */
+    bool numeric_labels;        /* pprof: numeric sample labels ("bytes")
+                                ** become series labels too; false: they
+                                ** are dropped and their samples summed */
 } em_import_opts;
 
 /* What an import read and wrote, for progress lines. */

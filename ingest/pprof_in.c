@@ -23,12 +23,16 @@
 ** system name, file, start line), locations (mapping, address, lines
 ** innermost first), stacks (leaf first, as pprof), time_nanos (as time_ms;
 ** none: opts->time_ms), duration_nanos, period (none: the opts' ones), and
-** sample labels, string and numeric, as SERIES labels:
+** sample labels as SERIES labels:
 **   - keys go through em_label_name_sanitize ("http.route" -> http_route;
 **     two keys that sanitize alike are one key);
-**   - a numeric label's value is its decimal number, then " UNIT" when it
-**     has a num_unit ("4096 bytes"); Go's heap profile has a "bytes" label
-**     on every sample, so a heap profile yields one series per block size;
+**   - numeric labels (no str) are left out unless opts->numeric_labels:
+**     they describe one sample (Go's heap profile puts the block size in
+**     "bytes" on every sample, "object count" too), so as series labels
+**     they split a heap profile into a series per block size (issue 12);
+**     left out, samples that differ only in them sum in their profile;
+**   - with opts->numeric_labels a numeric label's value is its decimal
+**     number, then " UNIT" when it has a num_unit ("4096 bytes");
 **   - a key repeated in one sample joins its values with ',' in file order;
 **   - a label with neither str nor num nor num_unit, or an empty string
 **     value, is absent (as in Go's pprof and in PromQL);
@@ -699,8 +703,9 @@ static int gather_labels(pctx *c, size_t si, const pb_sample *smp, size_t *n)
         if (!str_ok(c->p, l->num_unit))
             return bad_str(c, "sample", si, "label num_unit", l->num_unit);
         if (l->str != 0 ? S(c, l->str)[0] == '\0'
-                        : l->num == 0 && l->num_unit == 0)
-            continue;           /* no value: absent */
+                        : (l->num == 0 && l->num_unit == 0) ||
+                          !c->o.numeric_labels)
+            continue;           /* no value, or a number left out: absent */
         if ((rc = key_name(c, l->key, &x->key)) != EMBER_OK)
             return rc;
         x->ord = (uint32_t)k++;

@@ -440,6 +440,12 @@ static int import_opt(import_run *r, int c, const char **dir)
     case 'N': o->name = optarg; return 0;
     case 'T': r->time = optarg; return 0;
     case 'C': o->comm_prefix = true; return 0;
+    case 'L':
+        if (strcmp(optarg, "series") != 0 && strcmp(optarg, "drop") != 0)
+            return em_cli_fail(2, "import", "--numeric-labels %s: expected "
+                               "drop or series", optarg);
+        o->numeric_labels = strcmp(optarg, "series") == 0;
+        return 0;
     case 'f':
         if (em_format_parse(optarg, &o->format) != EMBER_OK)
             return em_cli_fail(2, "import", "--format %s: expected auto, "
@@ -480,6 +486,7 @@ static int import_args(import_run *r, int argc, char **argv, const char **dir)
         { "window", required_argument, NULL, 'w' },
         { "comm", no_argument, NULL, 'C' },
         { "max-size", required_argument, NULL, 'M' },
+        { "numeric-labels", required_argument, NULL, 'L' },
         { NULL, 0, NULL, 0 },
     };
     int c, st;

@@ -341,14 +341,50 @@ static void test_go_heap(void **state)
     sums_match(&s, p, types);
     times_match(&s, p);
     locations_match(&s, p);
-    /* Go's numeric "bytes" label (no unit) on every sample */
+    protobuf_c_message_free_unpacked(&p->base, NULL);
+    em_pset_free(&s);
+}
+
+/* Go's heap profile carries a numeric "bytes" label (the block size) on
+** every sample. By default it is dropped: one series per type, as the
+** file has no string label (issue 12: it made 40 series of one file);
+** --numeric-labels series makes one series per size, same sums. */
+static void test_go_heap_numeric_labels(void **state)
+{
+    const char *types[] = { "memory:alloc_objects:count:space:bytes",
+                            "memory:alloc_space:bytes:space:bytes",
+                            "memory:inuse_objects:count:space:bytes",
+                            "memory:inuse_space:bytes:space:bytes" };
+    em_import_opts o = { .sz = sizeof o, .origin = "heap.pb.gz" };
+    size_t len;
+    uint8_t *buf = read_profile("heap.pb.gz", &len);
+    pb_profile *p = perftools__profiles__profile__unpack(NULL, len, buf);
+    em_pset s = { 0 };
+
+    (void)state;
+    assert_non_null(p);
+    assert_int_equal(em_pprof_decode(buf, len, &o, &s), EMBER_OK);
+    assert_int_equal(s.nprofiles, 4);
+    for (size_t i = 0; i < s.nprofiles; i++)
+        assert_null(label_of(&s.profiles[i], "bytes"));
+    sums_match(&s, p, types);
+    em_pset_free(&s);
+
+    memset(&s, 0, sizeof s);
+    o.numeric_labels = true;
+    assert_int_equal(em_pprof_decode(buf, len, &o, &s), EMBER_OK);
+    print_message("heap.pb.gz: %zu profiles with numeric labels, 4 "
+                  "without\n", s.nprofiles);
+    assert_true(s.nprofiles > 4 * 10);
     for (size_t i = 0; i < s.nprofiles; i++) {
         const char *v = label_of(&s.profiles[i], "bytes");
         assert_non_null(v);
         assert_true(strspn(v, "0123456789") == strlen(v) && v[0] != '\0');
     }
-    protobuf_c_message_free_unpacked(&p->base, NULL);
+    sums_match(&s, p, types);
     em_pset_free(&s);
+    protobuf_c_message_free_unpacked(&p->base, NULL);
+    em_free(buf);
 }
 
 /* Mutex and block have the same sample types: the file name decides. */
@@ -721,18 +757,12 @@ static void test_sparse_ids(void **state)
     em_pset_free(&s);
 }
 
-/* Labels: sanitized keys, numbers with units, repeats joined, absent ones
-** dropped, all kept as series labels. */
-static void test_labels(void **state)
+/* The labels of test_labels. */
+static pb_profile *labelled(void)
 {
     pb_profile *p = small();
     pb_sample *x = p->sample[0];
-    ember_label want[] = { { "worker", "a" }, { "http_route", "/x" },
-                           { "size", "4096 bytes" }, { "tag", "x,y,-5" },
-                           { "n", "12" } };
-    em_pset s;
 
-    (void)state;
     add_label(p, x, "http.route", "/x", 0, NULL);
     add_label(p, x, "size", NULL, 4096, "bytes");
     add_label(p, x, "tag", "x", 0, NULL);
@@ -741,7 +771,28 @@ static void test_labels(void **state)
     add_label(p, x, "tag", NULL, -5, NULL);
     add_label(p, x, "empty", "", 0, NULL);       /* absent */
     add_label(p, x, "nothing", NULL, 0, NULL);   /* absent */
-    decodes(p, &s, NULL);
+    return p;
+}
+
+/* Labels: sanitized keys, repeats joined, absent ones dropped, numbers
+** left out unless numeric_labels, then with their units. */
+static void test_labels(void **state)
+{
+    ember_label want[] = { { "worker", "a" }, { "http_route", "/x" },
+                           { "size", "4096 bytes" }, { "tag", "x,y,-5" },
+                           { "n", "12" } };
+    ember_label strs[] = { { "worker", "a" }, { "http_route", "/x" },
+                           { "tag", "x,y" } };
+    em_import_opts o = { .sz = sizeof o, .origin = ORIGIN,
+                         .numeric_labels = true };
+    em_pset s;
+
+    (void)state;
+    decodes(labelled(), &s, NULL);
+    assert_true(em_pset_profile_find(&s, CPU_NANOS, strs, 3) >= 0);
+    assert_true(em_pset_profile_find(&s, CPU_SAMPLES, strs, 3) >= 0);
+    em_pset_free(&s);
+    decodes(labelled(), &s, &o);
     assert_true(em_pset_profile_find(&s, CPU_NANOS, want, 5) >= 0);
     assert_true(em_pset_profile_find(&s, CPU_SAMPLES, want, 5) >= 0);
     em_pset_free(&s);
@@ -754,6 +805,8 @@ static void test_labels_many(void **state)
     ember_label want[] = { { "worker", "b" }, { "k0", "0,3,6,9" },
                            { "k1", "1,4,7,10" }, { "k2", "2,5,8,11" } };
     char key[16], val[16];
+    em_import_opts o = { .sz = sizeof o, .origin = ORIGIN,
+                         .numeric_labels = true };
     em_pset s;
 
     (void)state;
@@ -765,7 +818,7 @@ static void test_labels_many(void **state)
         else
             add_label(p, p->sample[1], key, NULL, i, NULL);
     }
-    decodes(p, &s, NULL);
+    decodes(p, &s, &o);
     assert_true(em_pset_profile_find(&s, CPU_NANOS, want, 4) >= 0);
     em_pset_free(&s);
 }
@@ -1184,7 +1237,7 @@ static void test_oom(void **state)
 {
     ember_label base[] = { { "worker", "w" } };
     em_import_opts o = { .sz = sizeof o, .origin = ORIGIN, .labels = base,
-                         .nlabels = 1 };
+                         .nlabels = 1, .numeric_labels = true };
     pb_profile *p = small();
     size_t len;
     uint8_t *buf, *gor;
@@ -1257,6 +1310,7 @@ int main(void)
         cmocka_unit_test(test_go_cpu),
         cmocka_unit_test(test_go_cpu_label_sums),
         cmocka_unit_test(test_go_heap),
+        cmocka_unit_test(test_go_heap_numeric_labels),
         cmocka_unit_test(test_go_mutex_block_goroutine),
         cmocka_unit_test(test_go_goroutine_labels),
         cmocka_unit_test(test_go_name_and_labels),
