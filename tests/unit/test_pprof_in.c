@@ -987,6 +987,71 @@ static void test_bad_string_index(void **state)
     fails(p, EMBER_EINVAL, "sample 0: label num_unit string index 99");
 }
 
+/* Packs P (freeing it), turns every '~' of the wire's strings into a NUL
+** byte and decodes: RC and a message holding WANT (NULL: success). */
+static void nul_decode(pb_profile *p, int rc, const char *want)
+{
+    size_t len;
+    uint8_t *buf = pack(p, &len), *t;
+    em_import_opts o = { .sz = sizeof o, .origin = ORIGIN };
+    em_pset s = { 0 };
+    int got;
+
+    protobuf_c_message_free_unpacked(&p->base, NULL);
+    while ((t = memchr(buf, '~', len)) != NULL)
+        *t = '\0';
+    got = em_pprof_decode(buf, len, &o, &s);
+    if (got != rc || (want != NULL && (strncmp(em_errmsg(), ORIGIN ": ", 6)
+                                       != 0 || !strstr(em_errmsg(), want))))
+        fail_msg("got %d \"%s\", wanted %d \"%s\"", got, em_errmsg(), rc,
+                 want != NULL ? want : "");
+    em_pset_free(&s);
+    free(buf);
+}
+
+/* A NUL inside a string would cut "f\0A" and "f\0B" to one name (issue
+** 12): refused wherever a string names something; elsewhere harmless. */
+static void test_nul_in_strings(void **state)
+{
+    pb_profile *p;
+    int64_t unused;
+
+    (void)state;
+    p = small();                        /* functions f\0A and f\0B */
+    p->function[0]->name = str(p, "f~A");
+    p->function[1]->name = str(p, "f~B");
+    nul_decode(p, EMBER_EINVAL, "function 1: name string 14 holds a NUL");
+    p = small();
+    p->function[2]->system_name = str(p, "g~");
+    nul_decode(p, EMBER_EINVAL, "function 3: system_name string");
+    p = small();
+    p->function[1]->filename = str(p, "a.go~x");
+    nul_decode(p, EMBER_EINVAL, "function 2: filename string");
+    p = small();
+    p->mapping[0]->filename = str(p, "/bin/~app");
+    nul_decode(p, EMBER_EINVAL, "mapping 1: filename string");
+    p = small();
+    p->mapping[0]->build_id = str(p, "b1~d");
+    nul_decode(p, EMBER_EINVAL, "mapping 1: build_id string");
+    p = small();                        /* labels nul\0A, nul\0B and nul */
+    p->sample[0]->label[0]->str = str(p, "nul~A");
+    p->sample[1]->label[0]->str = str(p, "nul~B");
+    nul_decode(p, EMBER_EINVAL, "sample 0: label str string");
+    p = small();
+    p->sample[1]->label[0]->key = str(p, "wor~ker");
+    nul_decode(p, EMBER_EINVAL, "sample 1: label key string");
+    p = small();
+    add_label(p, p->sample[1], "size", NULL, 4096, "by~tes");
+    nul_decode(p, EMBER_EINVAL, "sample 1: label num_unit string");
+    p = small();
+    p->sample_type[0]->type = str(p, "sam~ples");
+    nul_decode(p, EMBER_EINVAL, "sample type 0: type string");
+    p = small();                        /* a string nothing names by */
+    unused = str(p, "comment ~ with a NUL");
+    PUSH(p->comment, p->n_comment) = unused;
+    nul_decode(p, EMBER_OK, NULL);
+}
+
 static void test_bad_references(void **state)
 {
     pb_profile *p;
@@ -1326,6 +1391,7 @@ int main(void)
         cmocka_unit_test(test_defaults_and_empty),
         cmocka_unit_test(test_bad_string_table),
         cmocka_unit_test(test_bad_string_index),
+        cmocka_unit_test(test_nul_in_strings),
         cmocka_unit_test(test_bad_references),
         cmocka_unit_test(test_bad_values),
         cmocka_unit_test(test_bad_ids),
