@@ -610,6 +610,8 @@ static void test_oom(void **state)
     const char *in =
         "a 1/2 1.0: 5 cpu-clock:\n\t10 f+0x1 (/x)\n\t20 [unknown] (/y)\n\n"
         "b 3 2.0: 5 cpu-clock:\n\t10 f+0x1 (/x)\n\t30 g(int) (/z)\n\n"
+        "b 3 3.0: 5 cpu-clock:\n\t10 i (inlined)\n  i.c:3\n\t10 f+0x1 (/x)\n"
+        "  f.c:9\n\t40 j (inlined)\n\n"
         "b 3 20.0: 5 other:\n\t40 h (/z)\n\n"
         "b 4 20.0: 5 other:      50 k (/z)\n";
     ember_label base[] = { { "tid", "x" } };
@@ -628,7 +630,7 @@ static void test_oom(void **state)
         if (rc == EMBER_ENOMEM)
             assert_true(strlen(em_errmsg()) > 0);
         else
-            assert_int_equal(s.nsamples, 8);
+            assert_int_equal(s.nsamples, 10);
         em_pset_free(&s);
     }
     assert_int_equal(rc, EMBER_OK);
