@@ -446,6 +446,7 @@ static bool parse_header(const char *l, size_t n, header *h, const char **why)
     frame f;
 
     memset(h, 0, sizeof *h);
+    h->comm = h->pid = h->tid = h->event = (slice){ l, 0 };  /* never NULL */
     if (!find_fields(l, n, h, &i)) {
         *why = "expected an event header 'COMM PID[/TID] [CPU] SECS.FRAC: "
                "[PERIOD] EVENT:' (with a PID or a time stamp at least)";
