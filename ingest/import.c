@@ -322,11 +322,14 @@ static em_format detect_text(const char *buf, size_t len, const char **why)
     }
     *why = t.lines == 0 ? "empty: no profile in it (only blanks or "
                           "comments)"
-           : !t.values ? "neither pprof, perf script nor collapsed stacks"
+           : !t.values ? "neither pprof, perf script nor collapsed stacks "
+                         "(name the format with --format if it is one)"
            : t.tab_in_stack || (t.tab_value && !t.semis)
-           ? "a table of tab-separated columns, not collapsed stacks"
+           ? "a table of tab-separated columns, not collapsed stacks "
+             "(--format collapsed reads it as stacks all the same)"
            : t.numbers && !t.semis ? "columns of numbers, not collapsed "
-                                     "stacks"
+                                     "stacks (--format collapsed reads them "
+                                     "as stacks all the same)"
            : NULL;
     return *why != NULL ? EM_FORMAT_AUTO : EM_FORMAT_COLLAPSED;
 }
@@ -389,8 +392,8 @@ static int decode_plain(const void *buf, size_t len, const em_import_opts *o,
     case EM_FORMAT_COLLAPSED:
         return em_collapsed_decode(buf, len, o, out);
     default:
-        return em_err(EMBER_EINVAL, "%s: not a profile: %s (name the format "
-                      "with --format if it is one)", o->origin, why);
+        return em_err(EMBER_EINVAL, "%s: not a profile: %s", o->origin,
+                      why);
     }
 }
 
