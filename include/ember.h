@@ -218,9 +218,13 @@ enum { EMBER_FORMAT_AUTO = 0,       /* told by content */
        EMBER_FORMAT_PERF = 3 };     /* `perf script` text */
 
 enum { EMBER_IMPORT_TIME = 1u << 0, /* time_ms is given, even when 0 */
-       EMBER_IMPORT_COMM = 1u << 1 };/* collapsed: the first frame is
+       EMBER_IMPORT_COMM = 1u << 1, /* collapsed: the first frame is
                                     ** stackcollapse-perf's "comm-pid",
                                     ** which becomes labels comm and pid */
+       EMBER_IMPORT_NUMERIC_LABELS = 1u << 2 };/* pprof: numeric sample
+                                    ** labels ("bytes") become series
+                                    ** labels; without, their samples are
+                                    ** summed (docs/ingest.md) */
 
 typedef struct ember_import_opts {
     size_t sz;                  /* sizeof(ember_import_opts) */

@@ -229,45 +229,129 @@ static bool has_perf_time(const char *p, const char *end)
     return false;
 }
 
-/* True when [P, END) ends in blanks and an integer: a collapsed line. */
-static bool ends_with_value(const char *p, const char *end)
+/* When [P, END) ends in blanks and an integer (a collapsed line), returns
+** where those blanks start; else NULL. */
+static const char *value_blanks(const char *p, const char *end)
 {
-    const char *e = end;
+    const char *e = end, *d;
 
     while (e > p && (e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t'))
         e--;
-    const char *d = e;
+    d = e;
     while (d > p && d[-1] >= '0' && d[-1] <= '9')
         d--;
     if (d == e)
-        return false;
+        return NULL;
     if (d > p && d[-1] == '-')
         d--;
-    return d > p && (d[-1] == ' ' || d[-1] == '\t');
+    if (d == p || (d[-1] != ' ' && d[-1] != '\t'))
+        return NULL;
+    while (d > p && (d[-1] == ' ' || d[-1] == '\t'))
+        d--;
+    return d;
+}
+
+/* True when [P, END) is a perf script call chain line: a TAB, then a hex
+** address and a blank or the line end. */
+static bool perf_frame_line(const char *p, const char *end)
+{
+    const char *q = p + 1, *h;
+
+    if (p == end || *p != '\t')
+        return false;
+    while (q < end && (*q == ' ' || *q == '\t'))
+        q++;
+    for (h = q; q < end && ((*q >= '0' && *q <= '9') ||
+                            (*q >= 'a' && *q <= 'f')); q++)
+        ;
+    return q > h && (q == end || *q == ' ' || *q == '\t' || *q == '\r');
+}
+
+/* What the content lines looked at say about collapsed stacks. */
+typedef struct text_look {
+    size_t lines;               /* content lines looked at */
+    bool values;                /* the first ends in blanks and an integer
+                                ** (a later bad line is the decoder's to
+                                ** report, with its number) */
+    bool semis;                 /* some stack has a ';' */
+    bool tab_in_stack;          /* a TAB before the value's blanks */
+    bool tab_value;             /* a TAB among the value's blanks */
+    bool numbers;               /* every stack is numbers and blanks */
+} text_look;
+
+/* Adds content line [P, END) to *T. */
+static void look_line(text_look *t, const char *p, const char *end)
+{
+    const char *v = value_blanks(p, end);
+
+    if (t->lines++ == 0)
+        t->values = v != NULL && v != p;
+    if (v == NULL || v == p)
+        return;
+    t->semis |= memchr(p, ';', (size_t)(v - p)) != NULL;
+    t->tab_in_stack |= memchr(p, '\t', (size_t)(v - p)) != NULL;
+    t->tab_value |= memchr(v, '\t', (size_t)(end - v)) != NULL;
+    for (const char *c = p; c < v && t->numbers; c++)
+        t->numbers = strchr("0123456789.,+-eE \t", *c) != NULL;
+}
+
+#define DETECT_LINES 64             /* content lines looked at, at most */
+#define DETECT_BYTES (64u << 10)    /* ... starting in these first bytes */
+
+/* em_format_detect for text; AUTO with *WHY saying why it is no profile. */
+static em_format detect_text(const char *buf, size_t len, const char **why)
+{
+    const char *p = buf, *end = buf + len;
+    text_look t = { 0, false, false, false, false, true };
+
+    while (p < end && t.lines < DETECT_LINES &&
+           (size_t)(p - buf) < DETECT_BYTES) {
+        const char *eol = memchr(p, '\n', (size_t)(end - p)), *q = p;
+        if (eol == NULL)
+            eol = end;
+        if (perf_frame_line(p, eol))
+            return EM_FORMAT_PERF;  /* perf's call chains are TAB-led */
+        while (q < eol && (*q == ' ' || *q == '\t' || *q == '\r'))
+            q++;
+        if (q < eol && *q != '#') {
+            if (t.lines == 0 && has_perf_time(p, eol))
+                return EM_FORMAT_PERF;
+            look_line(&t, p, eol);
+        }
+        p = eol + 1;
+    }
+    *why = t.lines == 0 ? "empty: no profile in it (only blanks or "
+                          "comments)"
+           : !t.values ? "neither pprof, perf script nor collapsed stacks "
+                         "(name the format with --format if it is one)"
+           : t.tab_in_stack || (t.tab_value && !t.semis)
+           ? "a table of tab-separated columns, not collapsed stacks "
+             "(--format collapsed reads it as stacks all the same)"
+           : t.numbers && !t.semis ? "columns of numbers, not collapsed "
+                                     "stacks (--format collapsed reads them "
+                                     "as stacks all the same)"
+           : NULL;
+    return *why != NULL ? EM_FORMAT_AUTO : EM_FORMAT_COLLAPSED;
+}
+
+/* em_format_detect that says why when nothing fits. */
+static em_format detect(const void *buf, size_t len, const char **why)
+{
+    *why = NULL;
+    if (len == 0) {
+        *why = "empty: no profile in it";
+        return EM_FORMAT_AUTO;
+    }
+    if (!looks_text(buf, len))
+        return EM_FORMAT_PPROF;
+    return detect_text(buf, len, why);
 }
 
 em_format em_format_detect(const void *buf, size_t len)
 {
-    const char *p = buf, *end = p + len;
+    const char *why;
 
-    if (!looks_text(buf, len))
-        return EM_FORMAT_PPROF;
-    while (p < end) {        /* the first line with content decides */
-        const char *eol = memchr(p, '\n', (size_t)(end - p));
-        const char *q = p;
-        if (eol == NULL)
-            eol = end;
-        while (q < eol && (*q == ' ' || *q == '\t' || *q == '\r'))
-            q++;
-        if (q < eol && *q != '#') {
-            if (has_perf_time(p, eol))
-                return EM_FORMAT_PERF;
-            return ends_with_value(p, eol) ? EM_FORMAT_COLLAPSED
-                                           : EM_FORMAT_AUTO;
-        }
-        p = eol + 1;
-    }
-    return EM_FORMAT_COLLAPSED;     /* nothing but blanks and comments */
+    return detect(buf, len, &why);
 }
 
 static const char *const format_names[] = { "auto", "pprof", "collapsed",
@@ -295,8 +379,10 @@ int em_format_parse(const char *s, em_format *out)
 static int decode_plain(const void *buf, size_t len, const em_import_opts *o,
                         em_format f, em_pset *out)
 {
+    const char *why = NULL;
+
     if (f == EM_FORMAT_AUTO)
-        f = em_format_detect(buf, len);
+        f = detect(buf, len, &why);
     out->bytes_in += len;
     switch (f) {
     case EM_FORMAT_PPROF:
@@ -306,8 +392,8 @@ static int decode_plain(const void *buf, size_t len, const em_import_opts *o,
     case EM_FORMAT_COLLAPSED:
         return em_collapsed_decode(buf, len, o, out);
     default:
-        return em_err(EMBER_EINVAL, "%s: neither pprof, perf script nor "
-                      "collapsed stacks (name one with --format)", o->origin);
+        return em_err(EMBER_EINVAL, "%s: not a profile: %s", o->origin,
+                      why);
     }
 }
 

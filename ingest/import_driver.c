@@ -80,7 +80,8 @@ static int opts_convert(const ember_import_opts *opts, em_import_opts *o,
     if (p.format < EMBER_FORMAT_AUTO || p.format > EMBER_FORMAT_PERF)
         return em_err(EMBER_EINVAL, "import options: format %d is not known",
                       p.format);
-    if ((p.flags & ~(unsigned)(EMBER_IMPORT_TIME | EMBER_IMPORT_COMM)) != 0)
+    if ((p.flags & ~(unsigned)(EMBER_IMPORT_TIME | EMBER_IMPORT_COMM |
+                               EMBER_IMPORT_NUMERIC_LABELS)) != 0)
         return em_err(EMBER_EINVAL, "import options: unknown flags %#x",
                       p.flags);
     rc = em_labels_check(p.labels, p.nlabels);
@@ -96,6 +97,7 @@ static int opts_convert(const ember_import_opts *opts, em_import_opts *o,
     raw.max_bytes = p.max_bytes;
     raw.format = (em_format)p.format;
     raw.comm_prefix = (p.flags & EMBER_IMPORT_COMM) != 0;
+    raw.numeric_labels = (p.flags & EMBER_IMPORT_NUMERIC_LABELS) != 0;
     *flags = p.flags;
     return em_import_opts_norm(&raw, o);
 }

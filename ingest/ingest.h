@@ -26,10 +26,12 @@
 #include "ember.h"
 #include "ingest/pset.h"
 
-/* The profile type of an import that names none: what perf, the eBPF
-** sampler and most collapsed files hold (CPU samples, counted). */
+/* The profile type of collapsed input that names none: samples counted,
+** of what the file does not say. Not Go's process_cpu (nor perf's types,
+** ingest/perf_script.c), so that collapsed, perf, ember record and Go
+** data never sum into one type unless --type says so (issue 12). */
 #define EM_COLLAPSED_DEFAULT_TYPE \
-    "process_cpu:samples:count:cpu:nanoseconds:delta"
+    "collapsed:samples:count:samples:count:delta"
 
 /* Limits, both counted without the line end. Beyond them: EMBER_ELIMIT. */
 #define EM_COLLAPSED_MAX_LINE (1u << 20)    /* bytes per line: 1 MiB */
@@ -78,7 +80,8 @@ typedef enum em_format {
 
 /* How an import labels and times what it writes. Zeroed with sz set means:
 ** origin "<input>", format AUTO, type by format (pprof: from the file;
-** others: EM_COLLAPSED_DEFAULT_TYPE), no labels, time 0. */
+** perf script: by event; collapsed: EM_COLLAPSED_DEFAULT_TYPE), no labels,
+** time 0. */
 typedef struct em_import_opts {
     size_t sz;                  /* sizeof(em_import_opts) */
     const char *origin;         /* file name, for messages; NULL: "<input>" */
@@ -102,6 +105,9 @@ typedef struct em_import_opts {
                                 ** stackcollapse-perf --pid writes: it
                                 ** becomes labels comm and pid */
     uint64_t max_bytes;         /* limit after gunzip; 0: EM_IMPORT_MAX_BYTES */
+    bool numeric_labels;        /* pprof: numeric sample labels ("bytes")
+                                ** become series labels too; false: they
+                                ** are dropped and their samples summed */
 } em_import_opts;
 
 /* What an import read and wrote, for progress lines. */
@@ -151,8 +157,13 @@ bool em_is_gzip(const void *buf, size_t len);
 ** More than MAX bytes: EMBER_ELIMIT. A bad stream: EMBER_EINVAL. */
 int em_gunzip(const void *buf, size_t len, uint64_t max, void **out,
               size_t *outlen);
-/* The format BUF (not gzip'd) most likely holds: PERF or COLLAPSED for text
-** whose first lines parse as such, PPROF for binary, AUTO when none fits. */
+/* The format BUF (not gzip'd) most likely holds: PPROF for binary; PERF
+** for text with a perf time stamp on its first content line or a TAB-led
+** call chain line; COLLAPSED when every content line looked at (the first
+** 64) ends in blanks and an integer, unless they read as a table (a TAB
+** inside a stack, or TAB-separated values and no ';' anywhere) or as
+** numbers only; AUTO when none fits, and for empty input or input of
+** blanks and comments only: that is no profile. */
 em_format em_format_detect(const void *buf, size_t len);
 /* "pprof", "collapsed", "perf", "auto". */
 const char *em_format_name(em_format f);

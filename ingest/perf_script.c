@@ -9,29 +9,43 @@
 **     \t            118e hot+0x1e (/tmp/hot)
 **     \t               0 [unknown] ([unknown])
 **
-** Header: COMM (any bytes, spaces included, left or right aligned), PID or
-** PID/TID, an optional [CPU], the time SECS.FRAC: (seconds since boot), an
-** optional PERIOD, then the event name with its modifiers up to the first
-** ':' followed by a blank or the line end ("cpu-clock:ppp", also
-** "sched:sched_switch"); tracepoint data may follow and is ignored. The
-** header is found by its first "PID [CPU] SECS.FRAC:" run of tokens, so a
-** comm with spaces or digits is kept whole. A single number is the thread
-** id: that is what perf's default field set prints (builtin-script.c prints
-** TID unless -F pid is given), so such samples have no pid label; run
-** `perf script -F +pid` to get both. Without -g perf prints the one sampled
-** frame on the header line after the event: it is taken as a one-frame
-** stack when no call chain lines follow.
+** Header: [COMM] [PID or PID/TID] [[CPU]] [SECS.FRAC:] [PERIOD] [EVENT:],
+** each field optional as `perf script -F` leaves it out, in the order perf
+** prints them. COMM is any bytes (spaces included, left or right aligned);
+** the time is seconds since boot; the event runs with its modifiers to the
+** ':' that ends its token ("cpu-clock:ppp", "sched:sched_switch"), and
+** tracepoint data may follow it and is ignored. With a time stamp the
+** header is found by it: PID and CPU are the tokens before it, COMM all
+** before them, so a comm with spaces or digits is kept whole. Without one,
+** the first PID-like token is the PID. A line with neither is no header. A
+** single number is the thread id: that is what perf's default field set
+** prints (builtin-script.c prints TID unless -F pid is given), so such
+** samples have no pid label; run `perf script -F +pid` to get both. A
+** digits token after the time is the period unless what follows it is not
+** an event or an address, then it is the address of the frame on the line
+** ("1187 main (/x)"). Without -g perf prints the one sampled frame on the
+** header line (after the event, if any): it is taken as a one-frame stack
+** when no call chain lines follow; without ip there is no frame at all and
+** the sample has an empty stack (stackcollapse-perf.pl counts it under its
+** comm).
 **
 ** Frame: a TAB-led line (perf's own layout; a space-led line is a frame
-** only when it does not parse as a header) of a hex address, then an
-** optional symbol (anything: spaces, parentheses, templates) with an
-** optional "+0xOFF", then an optional " (DSO)": the parenthesized group that
-** ends the line, matched backwards so "(/memfd:x (deleted))" stays whole.
-** Each frame becomes a location at that address on mapping {file = DSO}
-** (none for "[unknown]" or a missing DSO) with one line {function named by
-** the symbol without its offset, line 0}. An "[unknown]" or missing symbol
-** gives a location with no lines, so unknown addresses stay apart as perf
-** report keeps them apart. Lines starting with '#' are comments; before
+** only when it does not parse as a header with a time stamp or a srcline)
+** of a hex address, then an optional symbol (anything: spaces,
+** parentheses, templates) with an optional "+0xOFF", then an optional
+** " (DSO)": the parenthesized group that ends the line, matched backwards
+** so "(/memfd:x (deleted))" stays whole. Each frame becomes a location at
+** that address on mapping {file = DSO} (none for "[unknown]" or a missing
+** DSO) with one line {function named by the symbol without its offset,
+** line 0}. An "[unknown]" or missing symbol gives a location with no
+** lines, so unknown addresses stay apart as perf report keeps them apart.
+** A frame "ADDR SYM (inlined)" is a function inlined at ADDR: perf prints
+** those innermost first, then the frame they were inlined into at the same
+** address; all become the lines of that one location (alone, the
+** inlined frames make a location without a mapping). A space-led line
+** "FILE:LINE" after a frame is its -F srcline: the line gets LINE, the
+** function FILE ("??:0" and "DSO+0xOFF", perf's words for a line it could
+** not find, add nothing). Lines starting with '#' are comments; before
 ** the first sample, `perf script --header`'s "# captured on" and "# time of
 ** last sample" are read for the wall clock (below).
 **
@@ -50,12 +64,16 @@
 ** Types. With opts->type, one profile per group of that type whose values
 ** are the sample's period when the type's sample unit (third part) is not
 ** "count" and the header has a period, else 1 per sample. Without it, for
-** cpu-clock and task-clock: process_cpu:samples:count:cpu:nanoseconds:delta
-** (1 per sample) and process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta (the
+** cpu-clock and task-clock: perf_cpu:samples:count:cpu:nanoseconds:delta
+** (1 per sample) and perf_cpu:cpu:nanoseconds:cpu:nanoseconds:delta (the
 ** period, for samples whose header has one); for any other event E (its
 ** name without modifiers, bytes outside [a-zA-Z0-9_] made '_'):
-** perf_E:samples:count:E:count:delta and perf_E:E:count:E:count:delta. A
-** profile's period is opts->period, else its first sample's period.
+** perf_E:samples:count:E:count:delta and perf_E:E:count:E:count:delta;
+** without the event field perf:samples:count:event:count:delta and
+** perf:period:count:event:count:delta. The names are perf's own, not Go's
+** process_cpu, so that perf, the eBPF sampler and Go profiles never sum
+** into one type unasked (issue 12). A profile's period is opts->period,
+** else its first sample's period.
 **
 ** Input is hostile: lines longer than 1 MiB and stacks deeper than
 ** EM_PSET_MAX_DEPTH are EMBER_ELIMIT, anything malformed EMBER_EINVAL, each
@@ -73,8 +91,10 @@
 #define PERF_MAX_LINE (1u << 20)        /* bytes per line, as collapsed */
 #define PERF_MAX_SECS 9000000000ull     /* times stay below 2^63 ns */
 #define TYPE_BUF 256                    /* "perf_" E ":samples:..." */
-#define CPU_SAMPLES "process_cpu:samples:count:cpu:nanoseconds:delta"
-#define CPU_NANOS "process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta"
+#define CPU_SAMPLES "perf_cpu:samples:count:cpu:nanoseconds:delta"
+#define CPU_NANOS "perf_cpu:cpu:nanoseconds:cpu:nanoseconds:delta"
+#define ANY_SAMPLES "perf:samples:count:event:count:delta"
+#define ANY_PERIODS "perf:period:count:event:count:delta"
 
 /* LEN bytes inside the input buffer, not NUL-terminated. */
 typedef struct slice {
@@ -84,8 +104,10 @@ typedef struct slice {
 
 /* One event header line. */
 typedef struct header {
-    slice comm, pid, tid, event;    /* pid.len == 0: not printed */
-    int64_t time_ns;                /* perf time */
+    slice comm, pid, tid, event;    /* len 0: not printed */
+    slice time;                     /* SECS.FRAC, when has_time */
+    bool has_time;
+    int64_t time_ns;                /* perf time; 0 without has_time */
     int64_t period;                 /* 0 with has_period false */
     bool has_period;
     bool record;                    /* a PERF_RECORD_* side-band line */
@@ -96,6 +118,9 @@ typedef struct header {
 typedef struct frame {
     uint64_t addr;
     slice sym, dso;                 /* len 0: unknown */
+    slice file;                     /* from -F srcline; len 0: unknown */
+    int64_t line;                   /* from -F srcline; 0: unknown */
+    bool inlined;                   /* "(inlined)" in place of the DSO */
 } frame;
 
 /* One (comm, pid, tid, event, window): its profiles, made when needed. */
@@ -124,6 +149,12 @@ typedef struct perf_dec {
     bool type_periods;              /* opts->type counts periods, not 1s */
     uint32_t *locs;                 /* its stack, leaf first */
     size_t nlocs, cap_locs;
+    frame pend;                     /* the last frame line, waiting for */
+    bool has_pend;                  /* ... a srcline line after it */
+    size_t pend_line;
+    em_pset_line run[EM_PSET_MAX_LINES];    /* the location being built: */
+    size_t nrun;                    /* inlined functions, innermost first */
+    uint64_t run_addr;              /* ... at this address */
     char *text;                     /* scratch for NUL-terminated names */
     size_t cap_text;
     ember_label *labels;            /* scratch: base labels + 4 */
@@ -272,87 +303,184 @@ static bool is_time_token(const char *p, size_t n)
 
 /* ---- the header line --------------------------------------------------- */
 
-/* Finds the "PID [CPU] SECS.FRAC:" run in L[0..n); fills comm, pid, tid and
-** *AFTER (the offset past the time token). False when there is none. */
-static bool find_pid_time(const char *l, size_t n, header *h, size_t *after,
-                          size_t *time_b)
-{
-    size_t tb[3] = { 0 }, te[3] = { 0 }, ntok = 0, i = 0, slash, p;
+/* One blank-separated token L[b..e) of a line. */
+typedef struct tok {
+    size_t b, e;
+} tok;
 
-    while ((i = skip_blanks(l, i, n)) < n) {
-        size_t e = token_end(l, i, n);
-        tb[2] = tb[1], te[2] = te[1], tb[1] = tb[0], te[1] = te[0];
-        tb[0] = i, te[0] = e;
-        ntok++;
-        i = e;
-        if (ntok < 2 || !is_time_token(l + tb[0], te[0] - tb[0]))
-            continue;
-        p = 1;
-        if (ntok >= 3 && is_cpu_token(l + tb[1], te[1] - tb[1]))
-            p = 2;
-        if (!is_pid_token(l + tb[p], te[p] - tb[p], &slash))
-            continue;
-        h->comm = (slice){ l, tb[p] };
-        while (h->comm.len > 0 && is_blank(h->comm.p[h->comm.len - 1]))
-            h->comm.len--;
-        while (h->comm.len > 0 && is_blank(h->comm.p[0]))
-            h->comm.p++, h->comm.len--;
-        if (slash < te[p] - tb[p]) {
-            h->pid = (slice){ l + tb[p], slash };
-            h->tid = (slice){ l + tb[p] + slash + 1,
-                              te[p] - tb[p] - slash - 1 };
-        } else {
-            h->pid = (slice){ l, 0 };
-            h->tid = (slice){ l + tb[p], te[p] - tb[p] };
+/* The token at or after offset I of L[0..n) (b == n: none). */
+static tok next_tok(const char *l, size_t i, size_t n)
+{
+    size_t b = skip_blanks(l, i, n);
+
+    return (tok){ b, token_end(l, b, n) };
+}
+
+static bool tok_pid(const char *l, tok t)
+{
+    size_t slash;
+
+    return t.e > t.b && is_pid_token(l + t.b, t.e - t.b, &slash);
+}
+
+static bool tok_cpu(const char *l, tok t)
+{
+    return is_cpu_token(l + t.b, t.e - t.b);
+}
+
+/* "NAME:": an event name and its colon. */
+static bool tok_event(const char *l, tok t)
+{
+    return t.e - t.b >= 2 && l[t.e - 1] == ':';
+}
+
+/* A frame address: 1 to 16 hex digits. */
+static bool tok_hex(const char *l, tok t)
+{
+    if (t.e == t.b || t.e - t.b > 16)
+        return false;
+    for (size_t i = t.b; i < t.e; i++)
+        if (hex_value(l[i]) < 0)
+            return false;
+    return true;
+}
+
+/* Sets h->pid and h->tid from the PID or PID/TID token T. A single number
+** is the thread id: perf's default field set prints TID. */
+static void set_pid(const char *l, tok t, header *h)
+{
+    size_t slash;
+
+    (void)is_pid_token(l + t.b, t.e - t.b, &slash);
+    if (slash < t.e - t.b) {
+        h->pid = (slice){ l + t.b, slash };
+        h->tid = (slice){ l + t.b + slash + 1, t.e - t.b - slash - 1 };
+    } else {
+        h->pid = (slice){ l, 0 };
+        h->tid = (slice){ l + t.b, t.e - t.b };
+    }
+}
+
+/* h->comm is L[0..end) without its outer blanks. */
+static void set_comm(const char *l, size_t end, header *h)
+{
+    h->comm = (slice){ l, end };
+    while (h->comm.len > 0 && is_blank(h->comm.p[h->comm.len - 1]))
+        h->comm.len--;
+    while (h->comm.len > 0 && is_blank(h->comm.p[0]))
+        h->comm.p++, h->comm.len--;
+}
+
+/* The fields before the period, each but COMM optional as perf script -F
+** leaves them out: [COMM] [PID[/TID]] [[CPU]] [SECS.FRAC:]. Tokens are read
+** up to the first time stamp or, without one, up to the event ("NAME:"),
+** a PERF_RECORD_ line or the end. With a time stamp, PID and CPU are the
+** tokens just before it and COMM all that precedes them (so a comm with
+** spaces or digits is kept whole); without one, the first PID-like token
+** is PID, COMM what precedes it. *AFTER gets the offset past the last
+** field. False when nothing anchors the line: no time stamp and no PID. */
+static bool find_fields(const char *l, size_t n, header *h, size_t *after)
+{
+    tok t, prev[2] = { { 0, 0 }, { 0, 0 } }, pid = { 0, 0 };
+    size_t i = 0, ntok = 0, first;
+
+    while ((t = next_tok(l, i, n)).b < n) {
+        i = t.e;
+        if (is_time_token(l + t.b, t.e - t.b)) {
+            h->has_time = true;
+            break;
         }
-        *time_b = tb[0];
-        *after = te[0];
+        if (t.e - t.b >= 12 && memcmp(l + t.b, "PERF_RECORD_", 12) == 0) {
+            h->record = true;       /* --show-*-events: not a sample */
+            return true;
+        }
+        if (tok_event(l, t))
+            break;
+        if (pid.e == 0 && tok_pid(l, t))
+            pid = t;
+        prev[1] = prev[0];
+        prev[0] = t;
+        ntok++;
+    }
+    if (h->has_time) {
+        size_t k = ntok >= 1 && tok_cpu(l, prev[0]) ? 1 : 0;
+        first = t.b;
+        if (k == 1)
+            first = prev[0].b;
+        if (ntok > k && tok_pid(l, prev[k])) {
+            set_pid(l, prev[k], h);
+            first = prev[k].b;
+        }
+        set_comm(l, first, h);
+        h->time = (slice){ l + t.b, t.e - t.b - 1 };
+        *after = t.e;
         return true;
     }
-    return false;
+    if (pid.e == 0)
+        return false;
+    set_pid(l, pid, h);
+    set_comm(l, pid.b, h);
+    t = next_tok(l, pid.e, n);
+    *after = tok_cpu(l, t) ? t.e : pid.e;
+    return true;
 }
+
+/* Whether the digits token at L[i..e) is the period: perf prints it before
+** the event, so it is unless a frame on the line (perf record without -g,
+** no event) starts with it: "1001001 55ac1085023d hot+0x1e (/x)" has a
+** period, "1187 main (/x)" does not. */
+static bool is_period(const char *l, size_t e, size_t n)
+{
+    tok t = next_tok(l, e, n);
+
+    return t.b == n || tok_event(l, t) || tok_hex(l, t);
+}
+
+static bool parse_frame(const char *l, size_t n, frame *f, const char **why);
 
 /* Parses header line L[0..n) into *H. On failure returns false with *WHY
 ** saying what is wrong (for the message when the line must be a header). */
 static bool parse_header(const char *l, size_t n, header *h, const char **why)
 {
-    size_t i, e, time_b;
+    size_t i, e;
+    frame f;
 
     memset(h, 0, sizeof *h);
-    if (!find_pid_time(l, n, h, &i, &time_b)) {
+    h->comm = h->pid = h->tid = h->event = (slice){ l, 0 };  /* never NULL */
+    if (!find_fields(l, n, h, &i)) {
         *why = "expected an event header 'COMM PID[/TID] [CPU] SECS.FRAC: "
-               "[PERIOD] EVENT:'";
+               "[PERIOD] EVENT:' (with a PID or a time stamp at least)";
         return false;
     }
-    if (!parse_time(l + time_b, i - time_b - 1, &h->time_ns)) {
+    if (h->record)
+        return true;
+    if (h->has_time && !parse_time(h->time.p, h->time.len, &h->time_ns)) {
         *why = "time stamp out of range";
         return false;
     }
     i = skip_blanks(l, i, n);
     e = token_end(l, i, n);
-    if (all_digits(l + i, e - i)) {
+    if (all_digits(l + i, e - i) && is_period(l, e, n)) {
         if (!parse_dec(l + i, e - i, &h->period)) {
             *why = "period out of range";
             return false;
         }
         h->has_period = true;
         i = skip_blanks(l, e, n);
+        e = token_end(l, i, n);
     }
     if (n - i >= 12 && memcmp(l + i, "PERF_RECORD_", 12) == 0) {
-        h->record = true;           /* --show-*-events: not a sample */
+        h->record = true;
         return true;
     }
-    /* The event runs to the first ':' that a blank or the line end follows. */
-    for (e = i; e < n && !(l[e] == ':' && (e + 1 == n || is_blank(l[e + 1])));
-         e++)
-        ;
-    if (e == n || e == i) {
-        *why = "expected the event name and ':' after the time stamp "
-               "(perf script -F must include event)";
+    if (tok_event(l, (tok){ i, e })) {
+        h->event = (slice){ l + i, e - i - 1 };
+        i = skip_blanks(l, e, n);
+    } else if (i < n && !parse_frame(l + i, n - i, &f, why)) {
+        *why = "expected the event name and ':', a frame or the line end "
+               "after the time stamp";
         return false;
     }
-    h->event = (slice){ l + i, e - i };
-    i = skip_blanks(l, e + 1, n);
     if (i < n && hex_value(l[i]) >= 0)
         h->inline_frame = (slice){ l + i, n - i };
     return true;
@@ -430,7 +558,36 @@ static bool parse_frame(const char *l, size_t n, frame *f, const char **why)
         f->sym.len = 0;
     if (is_unknown(f->dso))
         f->dso.len = 0;
+    f->file = (slice){ l, 0 };
+    f->line = 0;
+    f->inlined = f->sym.len > 0 && f->dso.len == 7 &&
+                 memcmp(f->dso.p, "inlined", 7) == 0;
+    if (f->inlined)
+        f->dso.len = 0;
     return true;
+}
+
+/* When L[0..n) is a line perf script -F srcline prints after a frame,
+** "  FILE:LINE", returns true with *FILE and *LINE (len 0 and 0 for
+** perf's "??:0" and for "DSO+0xOFF", its word for a line it could not
+** find). */
+static bool parse_srcline(const char *l, size_t n, slice *file,
+                          int64_t *line)
+{
+    size_t i = skip_blanks(l, 0, n), c = n;
+    slice s = { l + i, n - i };
+
+    *file = (slice){ l, 0 };
+    *line = 0;
+    while (c > i && l[c - 1] != ':')
+        c--;
+    if (c > i + 1 && parse_dec(l + c, n - c, line)) {
+        if (!(c - 1 - i == 2 && memcmp(s.p, "??", 2) == 0))
+            *file = (slice){ s.p, c - 1 - i };
+        return true;
+    }
+    return s.len > 3 && strip_offset(s).len < s.len &&
+           token_end(s.p, 0, s.len) == s.len;
 }
 
 /* Makes d->text hold at least N bytes. */
@@ -456,35 +613,39 @@ static const char *text_at(perf_dec *d, size_t off, slice s)
     return d->text + off;
 }
 
-/* Adds frame F to the set; *LOC gets its location index. */
-static int frame_location(perf_dec *d, const frame *f, uint32_t *loc)
+/* Appends the function of frame F (named by its symbol, in its source file
+** when -F srcline said) as a line of the location being built. */
+static int run_add(perf_dec *d, const frame *f)
 {
-    ember_mapping m = { 0 };
     ember_function fn = { 0 };
-    em_pset_line line = { 0 };
-    uint32_t map1 = 0;
-    int rc = text_reserve(d, f->sym.len + f->dso.len + 2);
-
-    if (rc == EMBER_OK && f->dso.len > 0) {
-        m.file = text_at(d, 0, f->dso);
-        rc = em_pset_mapping(d->s, &m, &map1);
-        map1++;
-    }
-    if (rc == EMBER_OK && f->sym.len > 0) {
-        fn.name = text_at(d, 0, f->sym);
-        rc = em_pset_function(d->s, &fn, &line.function);
-    }
-    if (rc == EMBER_OK)
-        rc = em_pset_location(d->s, map1, f->addr, &line, f->sym.len > 0, loc);
-    return rc;
-}
-
-/* Pushes the location of frame F on the stack. */
-static int push_frame(perf_dec *d, const frame *f)
-{
-    uint32_t loc;
+    em_pset_line *ln = &d->run[d->nrun];
     int rc;
 
+    if (d->nrun == EM_PSET_MAX_LINES)
+        return dec_err(d, EMBER_ELIMIT, "more than %u inlined frames at "
+                       "address %llx", EM_PSET_MAX_LINES,
+                       (unsigned long long)f->addr);
+    if ((rc = text_reserve(d, f->sym.len + f->file.len + 2)) != EMBER_OK)
+        return set_err(d, rc);
+    fn.name = text_at(d, 0, f->sym);
+    if (f->file.len > 0)
+        fn.file = text_at(d, f->sym.len + 1, f->file);
+    if ((rc = em_pset_function(d->s, &fn, &ln->function)) != EMBER_OK)
+        return set_err(d, rc);
+    ln->line = f->line;
+    d->nrun++;
+    return EMBER_OK;
+}
+
+/* Pushes the location being built, at ADDR on mapping MAP1 (index plus
+** one; 0: none), on the stack. */
+static int run_end(perf_dec *d, uint32_t map1, uint64_t addr)
+{
+    uint32_t loc;
+    size_t n = d->nrun;
+    int rc;
+
+    d->nrun = 0;
     if (d->nlocs == EM_PSET_MAX_DEPTH)
         return dec_err(d, EMBER_ELIMIT, "more than %u frames in one stack",
                        EM_PSET_MAX_DEPTH);
@@ -497,17 +658,67 @@ static int push_frame(perf_dec *d, const frame *f)
         d->locs = p;
         d->cap_locs = cap;
     }
-    if ((rc = frame_location(d, f, &loc)) != EMBER_OK)
+    if ((rc = em_pset_location(d->s, map1, addr, d->run, n, &loc)) != 0)
         return set_err(d, rc);
     d->locs[d->nlocs++] = loc;
     return EMBER_OK;
 }
 
-/* A call chain line L[0..n) of the current event. */
+/* Adds frame F to the stack. perf prints a function inlined at an address
+** as a frame "ADDR SYM (inlined)" before the frame of the function it was
+** inlined into, at the same address: such frames become lines of that one
+** location, innermost first, as pprof has them. An inlined frame whose
+** address no frame of its own follows is a location without a mapping. An
+** "[unknown]" symbol gives a location without lines, a missing or
+** "[unknown]" DSO the unknown mapping. */
+static int frame_add(perf_dec *d, const frame *f)
+{
+    ember_mapping m = { 0 };
+    uint32_t map1 = 0;
+    int rc = EMBER_OK;
+
+    if (d->nrun > 0 && d->run_addr != f->addr)
+        rc = run_end(d, 0, d->run_addr);
+    d->run_addr = f->addr;
+    if (rc == EMBER_OK && f->sym.len > 0)
+        rc = run_add(d, f);
+    if (rc != EMBER_OK || f->inlined)
+        return rc;
+    if (f->dso.len > 0) {
+        if ((rc = text_reserve(d, f->dso.len + 1)) == EMBER_OK) {
+            m.file = text_at(d, 0, f->dso);
+            rc = em_pset_mapping(d->s, &m, &map1);
+        }
+        if (rc != EMBER_OK)
+            return set_err(d, rc);
+        map1++;
+    }
+    return run_end(d, map1, f->addr);
+}
+
+/* Adds the frame line read last, now that no srcline line follows it;
+** messages name its line. */
+static int pend_flush(perf_dec *d)
+{
+    size_t line = d->lineno;
+    int rc;
+
+    if (!d->has_pend)
+        return EMBER_OK;
+    d->has_pend = false;
+    d->lineno = d->pend_line;
+    rc = frame_add(d, &d->pend);
+    d->lineno = line;
+    return rc;
+}
+
+/* A call chain line L[0..n) of the current event: it waits in d->pend
+** for the srcline that may follow it. */
 static int frame_line(perf_dec *d, const char *l, size_t n)
 {
     const char *why = NULL;
     frame f;
+    int rc;
 
     if (!d->in_event)
         return dec_err(d, EMBER_EINVAL, "a frame line %s", d->any_event
@@ -515,8 +726,28 @@ static int frame_line(perf_dec *d, const char *l, size_t n)
                        : "before any event header");
     if (!parse_frame(l, n, &f, &why))
         return dec_err(d, EMBER_EINVAL, "%s", why);
+    if ((rc = pend_flush(d)) != EMBER_OK)
+        return rc;
     d->chain = true;
-    return push_frame(d, &f);
+    d->pend = f;
+    d->pend_line = d->lineno;
+    d->has_pend = true;
+    return EMBER_OK;
+}
+
+/* A srcline line (FILE, LINE) of the frame before it: the pending call
+** chain frame, else the frame on the header line. */
+static int srcline_line(perf_dec *d, slice file, int64_t line)
+{
+    frame *f = d->has_pend ? &d->pend
+               : !d->chain && d->inline_ok ? &d->inline_frame : NULL;
+
+    if (f == NULL)
+        return dec_err(d, EMBER_EINVAL, "a source line (perf script -F "
+                       "srcline) without a frame before it");
+    f->file = file;
+    f->line = line;
+    return EMBER_OK;
 }
 
 /* ---- groups and their profiles ----------------------------------------- */
@@ -602,6 +833,10 @@ static void event_type(slice ev, int which, char out[TYPE_BUF])
     slice b = event_base(ev);
     char e[EM_LABEL_NAME_BUF];
 
+    if (ev.len == 0) {              /* perf script -F without event */
+        snprintf(out, TYPE_BUF, "%s", which == 0 ? ANY_SAMPLES : ANY_PERIODS);
+        return;
+    }
     if ((b.len == 9 && memcmp(b.p, "cpu-clock", 9) == 0) ||
         (b.len == 10 && memcmp(b.p, "task-clock", 10) == 0)) {
         snprintf(out, TYPE_BUF, "%s", which == 0 ? CPU_SAMPLES : CPU_NANOS);
@@ -693,7 +928,9 @@ static int sample_add(perf_dec *d)
     int rc = EMBER_OK;
 
     if (!d->chain && d->inline_ok)
-        rc = push_frame(d, &d->inline_frame);
+        rc = frame_add(d, &d->inline_frame);
+    if (rc == EMBER_OK && d->nrun > 0)
+        rc = run_end(d, 0, d->run_addr);
     if (rc == EMBER_OK &&
         (rc = em_pset_stack(d->s, d->locs, d->nlocs, &stack)) != EMBER_OK)
         rc = set_err(d, rc);
@@ -719,10 +956,13 @@ static int event_end(perf_dec *d)
     if (!d->in_event)
         return EMBER_OK;
     d->in_event = false;
-    d->lineno = d->hdr_line;
-    rc = sample_add(d);
-    d->lineno = line;
+    if ((rc = pend_flush(d)) == EMBER_OK) {
+        d->lineno = d->hdr_line;
+        rc = sample_add(d);
+        d->lineno = line;
+    }
     d->nlocs = 0;
+    d->nrun = 0;
     return rc;
 }
 
@@ -839,6 +1079,27 @@ static int line_length(const perf_dec *d, const char *p, size_t rem,
     return EMBER_OK;
 }
 
+/* A space-led line L[0..n) inside an event: a right-aligned header with a
+** time stamp, a srcline, a frame (perf's own are TAB-led, hand-made ones
+** may not be), or a header without a time stamp, in that order. */
+static int space_line(perf_dec *d, const char *l, size_t n)
+{
+    const char *why = NULL, *fwhy = NULL;
+    frame f;
+    header h;
+    slice file;
+    int64_t line;
+    bool is_hdr = parse_header(l, n, &h, &why);
+
+    if (is_hdr && (h.has_time || h.record))
+        return event_start(d, &h);
+    if (parse_srcline(l, n, &file, &line))
+        return srcline_line(d, file, line);
+    if (parse_frame(l, n, &f, &fwhy) || !is_hdr)
+        return frame_line(d, l, n);
+    return event_start(d, &h);
+}
+
 /* Reads one line L[0..n) without its line end. */
 static int dec_line(perf_dec *d, const char *l, size_t n)
 {
@@ -860,10 +1121,10 @@ static int dec_line(perf_dec *d, const char *l, size_t n)
     }
     if (l[0] == '\t')              /* perf's frame lines start with a tab */
         return frame_line(d, l, n);
+    if (l[0] == ' ' && d->in_event)
+        return space_line(d, l, n);
     if (parse_header(l, n, &h, &why))
         return event_start(d, &h);
-    if (l[0] == ' ' && d->in_event)
-        return frame_line(d, l, n);
     return dec_err(d, EMBER_EINVAL, "%s", why);
 }
 

@@ -23,12 +23,16 @@
 ** system name, file, start line), locations (mapping, address, lines
 ** innermost first), stacks (leaf first, as pprof), time_nanos (as time_ms;
 ** none: opts->time_ms), duration_nanos, period (none: the opts' ones), and
-** sample labels, string and numeric, as SERIES labels:
+** sample labels as SERIES labels:
 **   - keys go through em_label_name_sanitize ("http.route" -> http_route;
 **     two keys that sanitize alike are one key);
-**   - a numeric label's value is its decimal number, then " UNIT" when it
-**     has a num_unit ("4096 bytes"); Go's heap profile has a "bytes" label
-**     on every sample, so a heap profile yields one series per block size;
+**   - numeric labels (no str) are left out unless opts->numeric_labels:
+**     they describe one sample (Go's heap profile puts the block size in
+**     "bytes" on every sample, "object count" too), so as series labels
+**     they split a heap profile into a series per block size (issue 12);
+**     left out, samples that differ only in them sum in their profile;
+**   - with opts->numeric_labels a numeric label's value is its decimal
+**     number, then " UNIT" when it has a num_unit ("4096 bytes");
 **   - a key repeated in one sample joins its values with ',' in file order;
 **   - a label with neither str nor num nor num_unit, or an empty string
 **     value, is absent (as in Go's pprof and in PromQL);
@@ -262,6 +266,8 @@ typedef struct pctx {
     labset *set;                /* set 0 is the empty one */
     size_t nsets, cap_sets;
     em_hindex set_index;        /* over set */
+    em_buf nul;                 /* uint64_t indexes of the strings that
+                                ** hold a NUL byte, ascending */
     uint32_t *sample_set;       /* per sample; NULL: all in set 0 */
     /* adding (pass 3) */
     uint32_t *map_idx, *fn_idx, *loc_idx;   /* set index plus one; 0: not
@@ -286,6 +292,7 @@ static void pctx_free(pctx *c)
     em_buf_free(&c->sets);
     em_free(c->set);
     em_hindex_free(&c->set_index);
+    em_buf_free(&c->nul);
     em_free(c->sample_set);
     em_free(c->map_idx);
     em_free(c->fn_idx);
@@ -309,9 +316,34 @@ static int alloc_array(pctx *c, void *pp, size_t n, size_t size,
     return EMBER_OK;
 }
 
-static bool str_ok(const pb_profile *p, int64_t i)
+static bool str_in_range(const pb_profile *p, int64_t i)
 {
     return i == 0 || (i > 0 && (uint64_t)i < p->n_string_table);
+}
+
+/* True when string I holds a NUL byte (c->nul lists them, ascending). */
+static bool str_has_nul(const pctx *c, int64_t i)
+{
+    const uint64_t *v = (const uint64_t *)(const void *)c->nul.p;
+    size_t lo = 0, hi = c->nul.len / sizeof *v;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (v[mid] == (uint64_t)i)
+            return true;
+        if (v[mid] < (uint64_t)i)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return false;
+}
+
+/* String I may be used: in the table and a whole C string (a NUL inside
+** would cut "f\0A" and "f\0B" to one name "f", merging them silently). */
+static bool str_ok(const pctx *c, int64_t i)
+{
+    return str_in_range(c->p, i) && (c->nul.len == 0 || !str_has_nul(c, i));
 }
 
 static const char *S(const pctx *c, int64_t i)
@@ -323,6 +355,10 @@ static const char *S(const pctx *c, int64_t i)
 static int bad_str(const pctx *c, const char *what, uint64_t id,
                    const char *field, int64_t i)
 {
+    if (str_in_range(c->p, i))
+        return em_err(EMBER_EINVAL, "%s: %s %" PRIu64 ": %s string %" PRId64
+                      " holds a NUL byte (names are kept whole, never cut)",
+                      c->origin, what, id, field, i);
     return em_err(EMBER_EINVAL, "%s: %s %" PRIu64 ": %s string index %"
                   PRId64 " is out of range (the string table has %zu "
                   "entries)", c->origin, what, id, field, i,
@@ -448,6 +484,31 @@ static void diagnose(arena *a, const uint8_t *b, size_t len, char *why,
     }
 }
 
+/* Lists in c->nul the string table entries of B that hold a NUL byte:
+** protobuf-c hands strings out as C strings, their length lost, so only
+** the wire says. One walk over the top-level fields (a sample is one). */
+static int find_nul_strings(pctx *c, const uint8_t *b, size_t len)
+{
+    size_t pos = 0;
+    uint64_t idx = 0, tag, size;
+    int rc = EMBER_OK;
+
+    while (pos < len && rc == EMBER_OK) {
+        const uint8_t *q = b + pos;
+        if (em_varint_get(&q, b + len, &tag) != 0)
+            break;              /* unpack took it: cannot happen */
+        pos = (size_t)(q - b);
+        if (!skip_value(b, len, &pos, (unsigned)(tag & 7), &size))
+            break;
+        if (tag != (6 << 3 | 2))
+            continue;
+        if (memchr(b + pos - size, '\0', (size_t)size) != NULL)
+            rc = em_buf_put(&c->nul, &idx, sizeof idx);
+        idx++;
+    }
+    return rc == EMBER_OK ? rc : em_err_prefix(rc, "%s", c->origin);
+}
+
 /* Unpacks BUF into c->p. */
 static int unpack(pctx *c, arena *a, const void *buf, size_t len)
 {
@@ -472,7 +533,7 @@ static int unpack(pctx *c, arena *a, const void *buf, size_t len)
         return em_err(EMBER_EINVAL, "%s: not a valid pprof protobuf (no "
                       "pprof field, %u unknown ones)", c->origin,
                       c->p->base.n_unknown_fields);
-    return EMBER_OK;
+    return find_nul_strings(c, buf, len);
 }
 
 /* ---- pass 2: checks ----------------------------------------------------- */
@@ -481,9 +542,9 @@ static int check_value_type(const pctx *c,
                             const Perftools__Profiles__ValueType *vt,
                             const char *what, size_t i)
 {
-    if (!str_ok(c->p, vt->type))
+    if (!str_ok(c, vt->type))
         return bad_str(c, what, i, "type", vt->type);
-    if (!str_ok(c->p, vt->unit))
+    if (!str_ok(c, vt->unit))
         return bad_str(c, what, i, "unit", vt->unit);
     return EMBER_OK;
 }
@@ -516,9 +577,9 @@ static int check_mappings(pctx *c)
 
     for (size_t i = 0; i < p->n_mapping; i++) {
         const pb_mapping *m = p->mapping[i];
-        if (!str_ok(p, m->filename))
+        if (!str_ok(c, m->filename))
             return bad_str(c, "mapping", m->id, "filename", m->filename);
-        if (!str_ok(p, m->build_id))
+        if (!str_ok(c, m->build_id))
             return bad_str(c, "mapping", m->id, "build_id", m->build_id);
     }
     return idmap_build(&c->maps, p, p->n_mapping, mapping_id, "mapping",
@@ -531,12 +592,12 @@ static int check_functions(pctx *c)
 
     for (size_t i = 0; i < p->n_function; i++) {
         const pb_function *f = p->function[i];
-        if (!str_ok(p, f->name))
+        if (!str_ok(c, f->name))
             return bad_str(c, "function", f->id, "name", f->name);
-        if (!str_ok(p, f->system_name))
+        if (!str_ok(c, f->system_name))
             return bad_str(c, "function", f->id, "system_name",
                            f->system_name);
-        if (!str_ok(p, f->filename))
+        if (!str_ok(c, f->filename))
             return bad_str(c, "function", f->id, "filename", f->filename);
     }
     return idmap_build(&c->funcs, p, p->n_function, function_id, "function",
@@ -692,15 +753,16 @@ static int gather_labels(pctx *c, size_t si, const pb_sample *smp, size_t *n)
         const pb_label *l = smp->label[i];
         lab *x = &c->labs[k];
         int rc;
-        if (!str_ok(c->p, l->key))
+        if (!str_ok(c, l->key))
             return bad_str(c, "sample", si, "label key", l->key);
-        if (!str_ok(c->p, l->str))
+        if (!str_ok(c, l->str))
             return bad_str(c, "sample", si, "label str", l->str);
-        if (!str_ok(c->p, l->num_unit))
+        if (!str_ok(c, l->num_unit))
             return bad_str(c, "sample", si, "label num_unit", l->num_unit);
         if (l->str != 0 ? S(c, l->str)[0] == '\0'
-                        : l->num == 0 && l->num_unit == 0)
-            continue;           /* no value: absent */
+                        : (l->num == 0 && l->num_unit == 0) ||
+                          !c->o.numeric_labels)
+            continue;           /* no value, or a number left out: absent */
         if ((rc = key_name(c, l->key, &x->key)) != EMBER_OK)
             return rc;
         x->ord = (uint32_t)k++;

@@ -126,6 +126,15 @@ static int import_opt(import_cli *c, int ch, const char **dir,
     case 'N': o->name = optarg; return 0;
     case 'T': *time = optarg; return 0;
     case 'C': o->flags |= EMBER_IMPORT_COMM; return 0;
+    case 'L':
+        if (strcmp(optarg, "series") != 0 && strcmp(optarg, "drop") != 0)
+            return em_cli_fail(2, "import", "--numeric-labels %s: expected "
+                               "drop or series", optarg);
+        if (strcmp(optarg, "series") == 0)
+            o->flags |= EMBER_IMPORT_NUMERIC_LABELS;
+        else
+            o->flags &= ~(unsigned)EMBER_IMPORT_NUMERIC_LABELS;
+        return 0;
     case 'f':
         if (em_format_parse(optarg, &f) != EMBER_OK)
             return em_cli_fail(2, "import", "--format %s: expected auto, "
@@ -162,6 +171,7 @@ static int import_args(import_cli *c, int argc, char **argv, const char **dir)
         { "window", required_argument, NULL, 'w' },
         { "comm", no_argument, NULL, 'C' },
         { "max-size", required_argument, NULL, 'M' },
+        { "numeric-labels", required_argument, NULL, 'L' },
         { NULL, 0, NULL, 0 },
     };
     const char *time = NULL;

@@ -23,7 +23,7 @@ static int cmd_help(int argc, char **argv);
 const em_cmd em_commands[] = {
     { "import", "-d DIR [--format auto|pprof|collapsed|perf] [-l k=v]... "
       "[--type T] [--name N] [--time T] [--window D] [--comm] "
-      "[--max-size N] FILE|DIR...",
+      "[--max-size N] [--numeric-labels drop|series] FILE|DIR...",
       "store profiles from pprof, perf script or collapsed files",
       "Reads each FILE (a directory is read recursively, in name order),\n"
       "gunzips it when gzip'd and tells its format by content: pprof\n"
@@ -34,7 +34,8 @@ const em_cmd em_commands[] = {
       "  --format F   pprof, collapsed or perf instead of detecting\n"
       "  -l k=v       a series label on everything imported; repeat for more\n"
       "  --type T     profile type of collapsed and perf script input\n"
-      "               (default process_cpu:samples:count:cpu:nanoseconds:delta)\n"
+      "               (default collapsed:samples:count:samples:count:delta;\n"
+      "               perf: perf_cpu:... for cpu-clock, perf_EVENT:...)\n"
       "  --name N     pprof: the name part of the profile types (default:\n"
       "               process_cpu, memory, goroutine, mutex, block by the\n"
       "               sample types)\n"
@@ -45,7 +46,11 @@ const em_cmd em_commands[] = {
       "  --window D   perf script: one profile per thread per window (10s)\n"
       "  --comm       collapsed: the first frame is stackcollapse-perf's\n"
       "               comm-pid prefix; it becomes labels comm and pid\n"
-      "  --max-size N largest input after gunzip (default 1G)\n",
+      "  --max-size N largest input after gunzip (default 1G)\n"
+      "  --numeric-labels drop|series\n"
+      "               pprof: numeric sample labels (Go's bytes) are\n"
+      "               dropped, their samples summed (default), or become\n"
+      "               series labels\n",
       em_cmd_import, true },
     { "record", "-d DIR [--duration 30s] [--frequency 19] [--pid PID] "
       "[--window 10s] [-l k=v]... [-v]",

@@ -31,7 +31,7 @@ cmp -s "$tmp/want1" "$tmp/first" || fail "range query differs"
 
 # top: total and the hottest leaf agree with awk
 total=$(awk '{s+=$NF} END {print s}' "$tmp/want")
-$EMBER query -d "$db" -o top 'process_cpu:samples:count:cpu:nanoseconds:delta{env="test"}' > "$tmp/top"
+$EMBER query -d "$db" -o top 'collapsed:samples:count:samples:count:delta{env="test"}' > "$tmp/top"
 grep -q "of $total total" "$tmp/top" || fail "top total: $(head -3 "$tmp/top")"
 leaf=$(awk '{v=$NF; $NF=""; sub(/ +$/,""); n=split($0,f,";"); l[f[n]]+=v} END {for (k in l) print l[k], k}' "$tmp/want" | sort -rn | head -1 | cut -d' ' -f2-)
 sed -n 4p "$tmp/top" | grep -qF "$leaf" || fail "top leaf is not $leaf: $(sed -n 4p "$tmp/top")"
@@ -87,7 +87,7 @@ if $EMBER import -d "$db" -l service=many "$tmp/many" 2> "$tmp/manyerr"; then
   fail "import of a directory with a bad file exited 0"
 fi
 grep -q "imported 4100 of 4101 files" "$tmp/manyerr" || fail "many: $(tail -1 "$tmp/manyerr")"
-$EMBER query -d "$db" -o top 'process_cpu:samples:count:cpu:nanoseconds:delta{service="many"}' |
+$EMBER query -d "$db" -o top 'collapsed:samples:count:samples:count:delta{service="many"}' |
   grep -q "of 8407050 total" || fail "many: the total is not 1 + ... + 4100"
 
 # a path that does not exist, and a directory too deep to walk, each get an
@@ -110,7 +110,7 @@ grep -q '\^' "$tmp/perr" || fail "parse error without caret"
 
 # the full language's options: -o must name a format, and one that does
 # not fit the result's kind is refused (exit 2) naming those that do
-T=process_cpu:samples:count:cpu:nanoseconds:delta
+T=collapsed:samples:count:samples:count:delta
 S="$T{service=\"demo\"}"
 usage_err() {   # usage_err WHAT PATTERN ARGS...: exit 2, PATTERN in stderr
     what=$1; pat=$2; shift 2

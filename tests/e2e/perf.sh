@@ -19,7 +19,7 @@
 set -eu
 EMBER=${EMBER:-build/ember}
 BUILD=${BUILD:-build}
-TYPE=process_cpu:samples:count:cpu:nanoseconds:delta
+TYPE=perf_cpu:samples:count:cpu:nanoseconds:delta
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }

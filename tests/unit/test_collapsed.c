@@ -725,9 +725,9 @@ static void test_import_type_and_labels(void **state)
     free(text);
     assert_int_equal(ember_profile_types(x->db, &all, &types), EMBER_OK);
     assert_int_equal(ember_strlist_count(types), 2);
-    assert_string_equal(ember_strlist_get(types, 0),
+    assert_string_equal(ember_strlist_get(types, 0), TYPE);
+    assert_string_equal(ember_strlist_get(types, 1),
                         "memory:alloc_space:bytes:space:bytes");
-    assert_string_equal(ember_strlist_get(types, 1), TYPE);
     ember_strlist_free(types);
 }
 

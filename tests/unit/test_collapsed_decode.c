@@ -98,6 +98,20 @@ static void test_one_profile(void **state)
                    "{service=demo} t=7000 d=10 p=3\nS0 b;a 1\n");
 }
 
+/* A type of its own by default, not Go's process_cpu (issue 12: collapsed,
+** perf and Go samples summed silently into one type); --type still wins. */
+static void test_default_type(void **state)
+{
+    em_import_opts o = opts();
+
+    (void)state;
+    decode_ok_opts("a;b 1\n", &o, "P0 collapsed:samples:count:samples:"
+                   "count:delta {} t=7000 d=10 p=3\nS0 b;a 1\n");
+    o.type = "process_cpu:samples:count:cpu:nanoseconds:delta";
+    decode_ok_opts("a;b 1\n", &o, "P0 process_cpu:samples:count:cpu:"
+                   "nanoseconds:delta {} t=7000 d=10 p=3\nS0 b;a 1\n");
+}
+
 static void test_dedup_and_empty(void **state)
 {
     em_import_opts o = opts();
@@ -248,6 +262,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_one_profile),
+        cmocka_unit_test(test_default_type),
         cmocka_unit_test(test_dedup_and_empty),
         cmocka_unit_test(test_comm_prefix),
         cmocka_unit_test(test_comm_prefix_labels),

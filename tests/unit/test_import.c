@@ -524,11 +524,64 @@ static void test_detect(void **state)
                      EM_FORMAT_COLLAPSED);
     assert_int_equal(em_format_detect(neg, strlen(neg)), EM_FORMAT_COLLAPSED);
     assert_int_equal(em_format_detect(prose, strlen(prose)), EM_FORMAT_AUTO);
-    assert_int_equal(em_format_detect("", 0), EM_FORMAT_COLLAPSED);
+    assert_int_equal(em_format_detect("", 0), EM_FORMAT_AUTO);
     assert_int_equal(em_format_parse("perf", &f), EMBER_OK);
     assert_int_equal(f, EM_FORMAT_PERF);
     assert_string_equal(em_format_name(EM_FORMAT_PPROF), "pprof");
     assert_int_equal(em_format_parse("json", &f), EMBER_EINVAL);
+}
+
+/* Decodes TEXT (LEN bytes) as origin NAME by detection, expecting EINVAL
+** and a message "NAME: not a profile: WHY ...". */
+static void refused(const char *text, size_t len, const char *name,
+                    const char *why)
+{
+    em_pset s = { 0 };
+    em_import_opts o = { .sz = sizeof o, .origin = name };
+    char want[256];
+
+    snprintf(want, sizeof want, "%s: not a profile: %s", name, why);
+    assert_int_equal(em_decode(text, len, &o, &s), EMBER_EINVAL);
+    if (strncmp(ember_errmsg(NULL), want, strlen(want)) != 0)
+        fail_msg("got \"%s\", wanted \"%s ...\"", ember_errmsg(NULL), want);
+    assert_int_equal(s.nprofiles, 0);
+    em_pset_free(&s);
+}
+
+/* Issue 12: a tab-separated table was taken as collapsed stacks (6.7e12
+** "samples") and an empty file as an empty profile. Detection refuses what
+** is not a profile, naming the file; perf script shapes without a time
+** stamp on their first line are perf by their TAB-led call chains. */
+static void test_detect_refuses(void **state)
+{
+    static const char tsv[] = "1732170000\t3350000000000\n"
+                              "1732170060\t3350000000000\n";
+    static const char table[] = "host\tbytes in\t12\nweb-1\tfoo bar\t40\n";
+    static const char numbers[] = "1 2 3\n4 5 6\n7 8 9\n";
+    static const char notime[] = "hot 25742 \n"
+                                 "\t            1211 hot (/tmp/hot)\n\n";
+    uint8_t *z = NULL;
+    size_t zlen = 0;
+
+    (void)state;
+    refused("", 0, "empty.txt", "empty");
+    refused("\n  \n# just a comment\n", 21, "blank.txt", "empty");
+    refused(tsv, strlen(tsv), "t.tsv", "a table of tab-separated columns");
+    refused(table, strlen(table), "t2.tsv", "a table of tab-separated");
+    refused(numbers, strlen(numbers), "n.txt", "columns of numbers");
+    z = gzip_bytes("", 0, &zlen);          /* an empty file, gzip'd */
+    refused((const char *)z, zlen, "e.pb.gz", "empty");
+    free(z);
+    assert_int_equal(em_format_detect(notime, strlen(notime)),
+                     EM_FORMAT_PERF);
+    /* still collapsed: stacks with ';', a TAB before the value, and one
+    ** frame per line with spaces before the value */
+    assert_int_equal(em_format_detect("a;b\t3\nc\t4\n", 10),
+                     EM_FORMAT_COLLAPSED);
+    assert_int_equal(em_format_detect("main 3\nfoo(int) 4\n", 18),
+                     EM_FORMAT_COLLAPSED);
+    assert_int_equal(em_format_detect("[unknown] 3\n", 12),
+                     EM_FORMAT_COLLAPSED);
 }
 
 static void test_decode_unknown(void **state)
@@ -647,6 +700,39 @@ static void test_ember_import_formats(void **state)
     free(z);
     free(perf);
     free(col);
+}
+
+/* Series of a Go heap profile imported into a new database with FLAGS. */
+static uint64_t heap_series(unsigned flags)
+{
+    ember_import_opts o = { .sz = sizeof o, .flags = flags };
+    char *dir = tu_tmpdir("emimp");
+    ember_db *db = open_in(dir);
+    ember_stats ds = { .sz = sizeof ds };
+    size_t zlen;
+    char *z = tu_read_file("tests/data/pprof/heap.pb.gz", &zlen);
+
+    assert_non_null(z);
+    assert_int_equal(ember_import(db, z, zlen, &o, NULL), EMBER_OK);
+    assert_int_equal(ember_stats_get(db, &ds), EMBER_OK);
+    ember_close(db);
+    tu_rmdir(dir);
+    free(z);
+    return ds.series;
+}
+
+/* Numeric pprof labels (Go's "bytes") stay out of the series unless the
+** embedder asks, as ember import --numeric-labels series does: one series
+** per type, not one per allocation size. */
+static void test_ember_import_numeric_labels(void **state)
+{
+    uint64_t plain, split;
+
+    (void)state;
+    plain = heap_series(0);
+    split = heap_series(EMBER_IMPORT_NUMERIC_LABELS);
+    assert_int_equal(plain, 4);         /* the heap profile's four types */
+    assert_true(split > 10 * plain);
 }
 
 /* A named format is taken at its word: collapsed text named pprof, or
@@ -1102,8 +1188,10 @@ int main(void)
         cmocka_unit_test(test_gunzip_bomb),
         cmocka_unit_test(test_gunzip_oom),
         cmocka_unit_test(test_detect),
+        cmocka_unit_test(test_detect_refuses),
         cmocka_unit_test(test_decode_unknown),
         cmocka_unit_test(test_ember_import_formats),
+        cmocka_unit_test(test_ember_import_numeric_labels),
         cmocka_unit_test(test_ember_import_named_wrong),
         cmocka_unit_test(test_ember_import_opts),
         cmocka_unit_test(test_ember_import_bad_opts),

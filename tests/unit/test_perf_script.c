@@ -33,8 +33,8 @@
 
 #define DATA_DIR "tests/data/perf"
 #define T0 5000                 /* opts.time_ms of most tests */
-#define SAMPLES "process_cpu:samples:count:cpu:nanoseconds:delta"
-#define NANOS "process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta"
+#define SAMPLES "perf_cpu:samples:count:cpu:nanoseconds:delta"
+#define NANOS "perf_cpu:cpu:nanoseconds:cpu:nanoseconds:delta"
 
 /* ---- helpers ----------------------------------------------------------- */
 
@@ -485,28 +485,24 @@ static void test_empty_and_odd_text(void **state)
 
 /* ---- rejected input ---------------------------------------------------- */
 
+/* What a line that is not an event header is told. */
+#define NOT_HDR "expected an event header 'COMM PID[/TID] [CPU] SECS.FRAC: " \
+    "[PERIOD] EVENT:' (with a PID or a time stamp at least)"
+
 static void test_bad_input(void **state)
 {
     (void)state;
-    decode_fails("hello world\n", EMBER_EINVAL, "t.perf:1: expected an event "
-                 "header 'COMM PID[/TID] [CPU] SECS.FRAC: [PERIOD] EVENT:'");
+    decode_fails("hello world\n", EMBER_EINVAL, "t.perf:1: " NOT_HDR);
     decode_fails("\t118e hot+0x1e (/tmp/hot)\n", EMBER_EINVAL,
                  "t.perf:1: a frame line before any event header");
     decode_fails(HDR("1.0") "\t1 f\n\n\t2 g\n", EMBER_EINVAL,
                  "t.perf:4: a frame line outside an event (after a blank "
                  "line)");
-    decode_fails("prog 5963 1001001 cpu-clock:\n", EMBER_EINVAL,
-                 "t.perf:1: expected an event header 'COMM PID[/TID] [CPU] "
-                 "SECS.FRAC: [PERIOD] EVENT:'");
-    decode_fails("prog 2875.701812: cpu-clock:\n", EMBER_EINVAL,
-                 "t.perf:1: expected an event header 'COMM PID[/TID] [CPU] "
-                 "SECS.FRAC: [PERIOD] EVENT:'");
-    decode_fails(HDR("1.0") "\t1 f\n\nprog  5963  2875.70", EMBER_EINVAL,
-                 "t.perf:4: expected an event header 'COMM PID[/TID] [CPU] "
-                 "SECS.FRAC: [PERIOD] EVENT:'");
-    decode_fails("prog  5963  2875.701812:    1001001 cpu-cl", EMBER_EINVAL,
-                 "t.perf:1: expected the event name and ':' after the time "
-                 "stamp (perf script -F must include event)");
+    decode_fails(HDR("1.0") "\t1 f\n\nprog  two  2875.70", EMBER_EINVAL,
+                 "t.perf:4: " NOT_HDR);
+    decode_fails("prog  5963  2875.701812:  main (/x)", EMBER_EINVAL,
+                 "t.perf:1: expected the event name and ':', a frame or the "
+                 "line end after the time stamp");
     decode_fails(HDR("1.0") "\tzz f (/x)\n", EMBER_EINVAL, "t.perf:2: "
                  "expected a frame: a hex address, then the symbol and (DSO)");
     decode_fails(HDR("1.0") "\t12x f (/x)\n", EMBER_EINVAL, "t.perf:2: "
@@ -515,15 +511,22 @@ static void test_bad_input(void **state)
                  "t.perf:2: frame address wider than 64 bits");
     decode_fails(HDR("1.0") "  junk line\n", EMBER_EINVAL, "t.perf:2: "
                  "expected a frame: a hex address, then the symbol and (DSO)");
+    decode_fails(HDR("1.0") "\t1 f\n  junk line\n", EMBER_EINVAL,
+                 "t.perf:3: expected a frame: a hex address, then the symbol "
+                 "and (DSO)");
+    decode_fails(HDR("1.0") "  hot.c:6\n", EMBER_EINVAL, "t.perf:2: a "
+                 "source line (perf script -F srcline) without a frame "
+                 "before it");
     decode_fails("a 1 9000000001.0: c:\n", EMBER_EINVAL,
                  "t.perf:1: time stamp out of range");
     decode_fails("a 1 1.0: 1234567890123456789 c:\n", EMBER_EINVAL,
                  "t.perf:1: period out of range");
     decode_fails("a 1 1.0: c:\n\t1 f\n\x01\x02\x03\n", EMBER_EINVAL,
-                 "t.perf:3: expected an event header 'COMM PID[/TID] [CPU] "
-                 "SECS.FRAC: [PERIOD] EVENT:'");
+                 "t.perf:3: " NOT_HDR);
     decode_fails_n("a 1 1.0: c:\n\t1 f\x00g\n", 18, EMBER_EINVAL,
                    "t.perf:2: unexpected NUL byte: not perf script text");
+    decode_fails_n("a\x00 1 1.0: c:\n\t1 f\n", 18, EMBER_EINVAL,
+                   "t.perf:1: unexpected NUL byte: not perf script text");
     decode_fails_n("\x1f\x8b\x08\x00\x00\x00", 6, EMBER_EINVAL,
                    "t.perf:1: unexpected NUL byte: not perf script text");
 }
@@ -596,8 +599,7 @@ static void test_bad_opts(void **state)
     assert_int_equal(em_perf_decode(NULL, 3, NULL, &s), EMBER_EINVAL);
     /* NULL options: defaults, origin <input> */
     assert_int_equal(em_perf_decode("x\n", 2, NULL, &s), EMBER_EINVAL);
-    assert_string_equal(em_errmsg(), "<input>:1: expected an event header "
-                        "'COMM PID[/TID] [CPU] SECS.FRAC: [PERIOD] EVENT:'");
+    assert_string_equal(em_errmsg(), "<input>:1: " NOT_HDR);
     em_pset_free(&s);
 }
 
@@ -608,6 +610,8 @@ static void test_oom(void **state)
     const char *in =
         "a 1/2 1.0: 5 cpu-clock:\n\t10 f+0x1 (/x)\n\t20 [unknown] (/y)\n\n"
         "b 3 2.0: 5 cpu-clock:\n\t10 f+0x1 (/x)\n\t30 g(int) (/z)\n\n"
+        "b 3 3.0: 5 cpu-clock:\n\t10 i (inlined)\n  i.c:3\n\t10 f+0x1 (/x)\n"
+        "  f.c:9\n\t40 j (inlined)\n\n"
         "b 3 20.0: 5 other:\n\t40 h (/z)\n\n"
         "b 4 20.0: 5 other:      50 k (/z)\n";
     ember_label base[] = { { "tid", "x" } };
@@ -626,7 +630,7 @@ static void test_oom(void **state)
         if (rc == EMBER_ENOMEM)
             assert_true(strlen(em_errmsg()) > 0);
         else
-            assert_int_equal(s.nsamples, 8);
+            assert_int_equal(s.nsamples, 10);
         em_pset_free(&s);
     }
     assert_int_equal(rc, EMBER_OK);
@@ -779,6 +783,272 @@ static void test_capture_nog(void **state)
     em_pset_free(&s);
 }
 
+/* ---- every shape perf script -F prints (issue 12) ------------------- */
+
+/* What of a frame shapes_match compares. */
+enum { ADDR = 1, FUNC = 2, DSO = 4, SRC = 8 };
+
+/* Decodes DATA_DIR/NAME into *S (zeroed first). */
+static void decode_capture(const char *name, em_pset *s)
+{
+    char path[256];
+    size_t len = 0;
+    char *buf;
+    em_import_opts o = opts();
+
+    snprintf(path, sizeof path, "%s/%s", DATA_DIR, name);
+    buf = tu_read_file(path, &len);
+    if (buf == NULL)
+        fail_msg("cannot read %s", path);
+    o.origin = path;
+    memset(s, 0, sizeof *s);
+    if (em_perf_decode(buf, len, &o, s) != EMBER_OK)
+        fail_msg("%s", em_errmsg());
+    free(buf);
+}
+
+/* True when sample E counts events: its type's sample type is "samples". */
+static bool counted(const em_pset *s, const em_pset_sample_ent *e)
+{
+    return strstr(s->profiles[e->profile].type, ":samples:count:") != NULL;
+}
+
+/* Writes the stack of sample E (leaf first) with the parts WHAT names. */
+static void put_stack(FILE *f, const em_pset *s, const em_pset_sample_ent *e,
+                      unsigned what)
+{
+    const em_pset_stack_ent *st = &s->stacks[e->stack];
+
+    for (size_t k = 0; k < st->n; k++) {
+        const em_pset_loc *l = &s->locs[s->pool[st->off + k]];
+        fputc(k > 0 ? ';' : '[', f);
+        if (what & ADDR)
+            fprintf(f, "%llx", (unsigned long long)l->address);
+        for (size_t i = 0; (what & (FUNC | SRC)) && i < l->nlines; i++) {
+            const em_pset_line *ln = &s->lines[l->first + i];
+            const ember_function *fn = &s->functions[ln->function];
+            fprintf(f, "%s%s", i > 0 ? "|" : " ", fn->name);
+            if (what & SRC)
+                fprintf(f, "@%s:%lld", fn->file != NULL ? fn->file : "",
+                        (long long)ln->line);
+        }
+        if ((what & DSO) && l->mapping > 0)
+            fprintf(f, " (%s)", s->mappings[l->mapping - 1].file);
+    }
+    fputs("]\n", f);
+}
+
+/* The counted samples of S, one stack per line, in the order read. */
+static char *stacks_text(const em_pset *s, unsigned what, size_t *n)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+
+    assert_non_null(f);
+    *n = 0;
+    for (size_t i = 0; i < s->nsamples; i++)
+        if (counted(s, &s->samples[i])) {
+            put_stack(f, s, &s->samples[i], what);
+            (*n)++;
+        }
+    fclose(f);
+    return text;
+}
+
+/* Decodes NAME, another `perf script -F` shape of the recording full.txt
+** holds, and checks it has the same events with the same stacks in the
+** parts WHAT names (what the shape printed). Returns the set (free it). */
+static void shape_matches(const char *name, unsigned what, em_pset *s)
+{
+    em_pset ref;
+    size_t n, nref;
+    char *got, *want;
+
+    decode_capture("full.txt", &ref);
+    decode_capture(name, s);
+    want = stacks_text(&ref, what, &nref);
+    got = stacks_text(s, what, &n);
+    assert_int_equal(nref, 27);             /* perf report: 22 hot, 5 warm */
+    if (n != nref || strcmp(got, want) != 0)
+        fail_msg("%s: %zu events, full.txt %zu:\n%.600s\nwant:\n%.600s",
+                 name, n, nref, got, want);
+    free(got);
+    free(want);
+    em_pset_free(&ref);
+}
+
+/* The label NAME of profile P, or NULL. */
+static const char *plabel(const em_pset_profile *p, const char *name)
+{
+    for (size_t i = 0; i < p->nlabels; i++)
+        if (strcmp(p->labels[i].name, name) == 0)
+            return p->labels[i].value;
+    return NULL;
+}
+
+/* full.txt: every field stackcollapse-perf.pl asks for, the reference. */
+static void test_shape_full(void **state)
+{
+    em_pset s = { 0 };
+    int64_t hot;
+
+    (void)state;
+    check_capture("full.txt", "hot", &s, &hot);
+    assert_int_equal(hot, 22);                  /* as perf report says */
+    assert_int_equal(s.nprofiles, 2);
+    assert_string_equal(plabel(&s.profiles[0], "pid"), "25742");
+    assert_string_equal(plabel(&s.profiles[0], "tid"), "25742");
+    assert_string_equal(plabel(&s.profiles[0], "event"), "cpu-clock");
+    em_pset_free(&s);
+}
+
+/* perf script --ns --no-inline -F comm,pid,tid,time,ip,sym,dso: no event
+** (issue 12: "expected the event name and ':' after the time stamp"). */
+static void test_shape_no_event(void **state)
+{
+    em_pset s;
+
+    (void)state;
+    shape_matches("noevent.txt", ADDR | FUNC | DSO, &s);
+    assert_int_equal(s.nprofiles, 1);           /* no period printed */
+    assert_string_equal(s.profiles[0].type,
+                        "perf:samples:count:event:count:delta");
+    assert_null(plabel(&s.profiles[0], "event"));
+    assert_string_equal(plabel(&s.profiles[0], "comm"), "hot");
+    assert_string_equal(plabel(&s.profiles[0], "pid"), "25742");
+    em_pset_free(&s);
+}
+
+/* -F comm,tid,ip,sym,dso: no time stamp, no event. */
+static void test_shape_no_time(void **state)
+{
+    em_pset s;
+
+    (void)state;
+    shape_matches("notime.txt", ADDR | FUNC | DSO, &s);
+    assert_int_equal(s.nprofiles, 1);
+    assert_string_equal(plabel(&s.profiles[0], "tid"), "25742");
+    assert_int_equal(s.profiles[0].time_ms, T0);
+    em_pset_free(&s);
+}
+
+/* -F tid,time,period,ip,sym,symoff,dso: no comm, a period, no event. */
+static void test_shape_no_comm(void **state)
+{
+    em_pset s;
+
+    (void)state;
+    shape_matches("nocomm.txt", ADDR | FUNC | DSO, &s);
+    assert_int_equal(s.nprofiles, 2);
+    assert_string_equal(s.profiles[1].type,
+                        "perf:period:count:event:count:delta");
+    assert_null(plabel(&s.profiles[0], "comm"));
+    assert_int_equal(s.profiles[0].period, 1001001);
+    em_pset_free(&s);
+}
+
+/* -F comm,pid,tid,time,event,ip,sym (no dso) and -F comm,tid,time,event,ip
+** (addresses only). */
+static void test_shape_no_dso_no_sym(void **state)
+{
+    em_pset s;
+
+    (void)state;
+    shape_matches("nodso.txt", ADDR | FUNC, &s);
+    assert_int_equal(s.nmappings, 0);
+    em_pset_free(&s);
+    shape_matches("ip.txt", ADDR, &s);
+    assert_int_equal(s.nfunctions, 0);
+    em_pset_free(&s);
+}
+
+/* -F comm,tid,time,event,sym,dso: without ip perf prints no call chain,
+** so each event is a sample of an empty stack (as stackcollapse-perf.pl
+** counts it under its comm). */
+static void test_shape_no_ip(void **state)
+{
+    em_pset s;
+    size_t n;
+
+    (void)state;
+    decode_capture("noip.txt", &s);
+    free(stacks_text(&s, ADDR, &n));
+    assert_int_equal(n, 27);
+    assert_int_equal(s.nstacks, 1);
+    assert_int_equal(s.max_depth, 0);
+    em_pset_free(&s);
+}
+
+/* -F ...,srcline: "  hot.c:6" after each frame gives the line its number
+** and the function its file; the stacks are those of full.txt. */
+static void test_shape_srcline(void **state)
+{
+    em_pset s;
+    size_t n;
+    char *text;
+
+    (void)state;
+    shape_matches("srcline.txt", ADDR | FUNC | DSO, &s);
+    text = stacks_text(&s, SRC, &n);
+    assert_non_null(strstr(text, "[ hot@hot.c:6; level2@hot.c:15; "
+                           "level1@hot.c:18; main@hot.c:21; "
+                           "__libc_start_call_main@libc-start.c:74]\n"));
+    assert_non_null(strstr(text, "[ warm@hot.c:11; level2@hot.c:16;"));
+    free(text);
+    em_pset_free(&s);
+}
+
+/* perf record without -g: the frame on the header line, here without an
+** event (a period before it), and with its srcline on the next line. */
+static void test_shape_no_callchain(void **state)
+{
+    em_pset s = { 0 }, t;
+    int64_t total, hot;
+    size_t n;
+    char *text;
+
+    (void)state;
+    decode_capture("nogev.txt", &s);
+    count_set(&s, "perf:samples:count:event:count:delta", "hot", &total,
+              &hot);
+    assert_int_equal(total, 27);
+    assert_int_equal(hot, 22);                  /* as perf report says */
+    assert_int_equal(s.profiles[0].period, 1001001);
+    assert_int_equal(s.max_depth, 1);
+    decode_capture("nogsrc.txt", &t);
+    text = stacks_text(&t, FUNC | SRC, &n);
+    assert_int_equal(n, 27);
+    assert_non_null(strstr(text, "[ hot@hot.c:6]\n"));
+    assert_non_null(strstr(text, "[ warm@hot.c:11]\n"));
+    free(text);
+    em_pset_free(&t);
+    em_pset_free(&s);
+}
+
+/* perf record --call-graph dwarf, perf script: functions inlined at an
+** address come first as "(inlined)" frames; they become lines of the
+** location of the frame they were inlined into, innermost first. */
+static void test_shape_inline(void **state)
+{
+    em_pset s;
+    size_t n;
+    char *text;
+
+    (void)state;
+    decode_capture("inline.txt", &s);
+    text = stacks_text(&s, ADDR | FUNC | DSO, &n);
+    assert_int_equal(n, 32);                    /* perf report: outer 32 */
+    assert_non_null(strstr(text, "[11ea mix|inner|outer (/tmp/ember-perf/"
+                           "inlg);1087 main (/tmp/ember-perf/inlg);27249 "
+                           "__libc_start_call_main (/usr/lib/x86_64-linux-"
+                           "gnu/libc.so.6);27304 __libc_start_main_impl;"
+                           "1100 _start (/tmp/ember-perf/inlg)]\n"));
+    assert_null(strstr(text, "(inlined)"));
+    free(text);
+    em_pset_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -804,6 +1074,15 @@ int main(void)
         cmocka_unit_test(test_capture_hot),
         cmocka_unit_test(test_capture_mt),
         cmocka_unit_test(test_capture_nog),
+        cmocka_unit_test(test_shape_full),
+        cmocka_unit_test(test_shape_no_event),
+        cmocka_unit_test(test_shape_no_time),
+        cmocka_unit_test(test_shape_no_comm),
+        cmocka_unit_test(test_shape_no_dso_no_sym),
+        cmocka_unit_test(test_shape_no_ip),
+        cmocka_unit_test(test_shape_srcline),
+        cmocka_unit_test(test_shape_no_callchain),
+        cmocka_unit_test(test_shape_inline),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

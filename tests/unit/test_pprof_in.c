@@ -341,14 +341,50 @@ static void test_go_heap(void **state)
     sums_match(&s, p, types);
     times_match(&s, p);
     locations_match(&s, p);
-    /* Go's numeric "bytes" label (no unit) on every sample */
+    protobuf_c_message_free_unpacked(&p->base, NULL);
+    em_pset_free(&s);
+}
+
+/* Go's heap profile carries a numeric "bytes" label (the block size) on
+** every sample. By default it is dropped: one series per type, as the
+** file has no string label (issue 12: it made 40 series of one file);
+** --numeric-labels series makes one series per size, same sums. */
+static void test_go_heap_numeric_labels(void **state)
+{
+    const char *types[] = { "memory:alloc_objects:count:space:bytes",
+                            "memory:alloc_space:bytes:space:bytes",
+                            "memory:inuse_objects:count:space:bytes",
+                            "memory:inuse_space:bytes:space:bytes" };
+    em_import_opts o = { .sz = sizeof o, .origin = "heap.pb.gz" };
+    size_t len;
+    uint8_t *buf = read_profile("heap.pb.gz", &len);
+    pb_profile *p = perftools__profiles__profile__unpack(NULL, len, buf);
+    em_pset s = { 0 };
+
+    (void)state;
+    assert_non_null(p);
+    assert_int_equal(em_pprof_decode(buf, len, &o, &s), EMBER_OK);
+    assert_int_equal(s.nprofiles, 4);
+    for (size_t i = 0; i < s.nprofiles; i++)
+        assert_null(label_of(&s.profiles[i], "bytes"));
+    sums_match(&s, p, types);
+    em_pset_free(&s);
+
+    memset(&s, 0, sizeof s);
+    o.numeric_labels = true;
+    assert_int_equal(em_pprof_decode(buf, len, &o, &s), EMBER_OK);
+    print_message("heap.pb.gz: %zu profiles with numeric labels, 4 "
+                  "without\n", s.nprofiles);
+    assert_true(s.nprofiles > 4 * 10);
     for (size_t i = 0; i < s.nprofiles; i++) {
         const char *v = label_of(&s.profiles[i], "bytes");
         assert_non_null(v);
         assert_true(strspn(v, "0123456789") == strlen(v) && v[0] != '\0');
     }
-    protobuf_c_message_free_unpacked(&p->base, NULL);
+    sums_match(&s, p, types);
     em_pset_free(&s);
+    protobuf_c_message_free_unpacked(&p->base, NULL);
+    em_free(buf);
 }
 
 /* Mutex and block have the same sample types: the file name decides. */
@@ -721,18 +757,12 @@ static void test_sparse_ids(void **state)
     em_pset_free(&s);
 }
 
-/* Labels: sanitized keys, numbers with units, repeats joined, absent ones
-** dropped, all kept as series labels. */
-static void test_labels(void **state)
+/* The labels of test_labels. */
+static pb_profile *labelled(void)
 {
     pb_profile *p = small();
     pb_sample *x = p->sample[0];
-    ember_label want[] = { { "worker", "a" }, { "http_route", "/x" },
-                           { "size", "4096 bytes" }, { "tag", "x,y,-5" },
-                           { "n", "12" } };
-    em_pset s;
 
-    (void)state;
     add_label(p, x, "http.route", "/x", 0, NULL);
     add_label(p, x, "size", NULL, 4096, "bytes");
     add_label(p, x, "tag", "x", 0, NULL);
@@ -741,7 +771,28 @@ static void test_labels(void **state)
     add_label(p, x, "tag", NULL, -5, NULL);
     add_label(p, x, "empty", "", 0, NULL);       /* absent */
     add_label(p, x, "nothing", NULL, 0, NULL);   /* absent */
-    decodes(p, &s, NULL);
+    return p;
+}
+
+/* Labels: sanitized keys, repeats joined, absent ones dropped, numbers
+** left out unless numeric_labels, then with their units. */
+static void test_labels(void **state)
+{
+    ember_label want[] = { { "worker", "a" }, { "http_route", "/x" },
+                           { "size", "4096 bytes" }, { "tag", "x,y,-5" },
+                           { "n", "12" } };
+    ember_label strs[] = { { "worker", "a" }, { "http_route", "/x" },
+                           { "tag", "x,y" } };
+    em_import_opts o = { .sz = sizeof o, .origin = ORIGIN,
+                         .numeric_labels = true };
+    em_pset s;
+
+    (void)state;
+    decodes(labelled(), &s, NULL);
+    assert_true(em_pset_profile_find(&s, CPU_NANOS, strs, 3) >= 0);
+    assert_true(em_pset_profile_find(&s, CPU_SAMPLES, strs, 3) >= 0);
+    em_pset_free(&s);
+    decodes(labelled(), &s, &o);
     assert_true(em_pset_profile_find(&s, CPU_NANOS, want, 5) >= 0);
     assert_true(em_pset_profile_find(&s, CPU_SAMPLES, want, 5) >= 0);
     em_pset_free(&s);
@@ -754,6 +805,8 @@ static void test_labels_many(void **state)
     ember_label want[] = { { "worker", "b" }, { "k0", "0,3,6,9" },
                            { "k1", "1,4,7,10" }, { "k2", "2,5,8,11" } };
     char key[16], val[16];
+    em_import_opts o = { .sz = sizeof o, .origin = ORIGIN,
+                         .numeric_labels = true };
     em_pset s;
 
     (void)state;
@@ -765,7 +818,7 @@ static void test_labels_many(void **state)
         else
             add_label(p, p->sample[1], key, NULL, i, NULL);
     }
-    decodes(p, &s, NULL);
+    decodes(p, &s, &o);
     assert_true(em_pset_profile_find(&s, CPU_NANOS, want, 4) >= 0);
     em_pset_free(&s);
 }
@@ -932,6 +985,71 @@ static void test_bad_string_index(void **state)
     p = small();
     p->sample[0]->label[0]->num_unit = 99;
     fails(p, EMBER_EINVAL, "sample 0: label num_unit string index 99");
+}
+
+/* Packs P (freeing it), turns every '~' of the wire's strings into a NUL
+** byte and decodes: RC and a message holding WANT (NULL: success). */
+static void nul_decode(pb_profile *p, int rc, const char *want)
+{
+    size_t len;
+    uint8_t *buf = pack(p, &len), *t;
+    em_import_opts o = { .sz = sizeof o, .origin = ORIGIN };
+    em_pset s = { 0 };
+    int got;
+
+    protobuf_c_message_free_unpacked(&p->base, NULL);
+    while ((t = memchr(buf, '~', len)) != NULL)
+        *t = '\0';
+    got = em_pprof_decode(buf, len, &o, &s);
+    if (got != rc || (want != NULL && (strncmp(em_errmsg(), ORIGIN ": ", 6)
+                                       != 0 || !strstr(em_errmsg(), want))))
+        fail_msg("got %d \"%s\", wanted %d \"%s\"", got, em_errmsg(), rc,
+                 want != NULL ? want : "");
+    em_pset_free(&s);
+    free(buf);
+}
+
+/* A NUL inside a string would cut "f\0A" and "f\0B" to one name (issue
+** 12): refused wherever a string names something; elsewhere harmless. */
+static void test_nul_in_strings(void **state)
+{
+    pb_profile *p;
+    int64_t unused;
+
+    (void)state;
+    p = small();                        /* functions f\0A and f\0B */
+    p->function[0]->name = str(p, "f~A");
+    p->function[1]->name = str(p, "f~B");
+    nul_decode(p, EMBER_EINVAL, "function 1: name string 14 holds a NUL");
+    p = small();
+    p->function[2]->system_name = str(p, "g~");
+    nul_decode(p, EMBER_EINVAL, "function 3: system_name string");
+    p = small();
+    p->function[1]->filename = str(p, "a.go~x");
+    nul_decode(p, EMBER_EINVAL, "function 2: filename string");
+    p = small();
+    p->mapping[0]->filename = str(p, "/bin/~app");
+    nul_decode(p, EMBER_EINVAL, "mapping 1: filename string");
+    p = small();
+    p->mapping[0]->build_id = str(p, "b1~d");
+    nul_decode(p, EMBER_EINVAL, "mapping 1: build_id string");
+    p = small();                        /* labels nul\0A, nul\0B and nul */
+    p->sample[0]->label[0]->str = str(p, "nul~A");
+    p->sample[1]->label[0]->str = str(p, "nul~B");
+    nul_decode(p, EMBER_EINVAL, "sample 0: label str string");
+    p = small();
+    p->sample[1]->label[0]->key = str(p, "wor~ker");
+    nul_decode(p, EMBER_EINVAL, "sample 1: label key string");
+    p = small();
+    add_label(p, p->sample[1], "size", NULL, 4096, "by~tes");
+    nul_decode(p, EMBER_EINVAL, "sample 1: label num_unit string");
+    p = small();
+    p->sample_type[0]->type = str(p, "sam~ples");
+    nul_decode(p, EMBER_EINVAL, "sample type 0: type string");
+    p = small();                        /* a string nothing names by */
+    unused = str(p, "comment ~ with a NUL");
+    PUSH(p->comment, p->n_comment) = unused;
+    nul_decode(p, EMBER_OK, NULL);
 }
 
 static void test_bad_references(void **state)
@@ -1184,7 +1302,7 @@ static void test_oom(void **state)
 {
     ember_label base[] = { { "worker", "w" } };
     em_import_opts o = { .sz = sizeof o, .origin = ORIGIN, .labels = base,
-                         .nlabels = 1 };
+                         .nlabels = 1, .numeric_labels = true };
     pb_profile *p = small();
     size_t len;
     uint8_t *buf, *gor;
@@ -1257,6 +1375,7 @@ int main(void)
         cmocka_unit_test(test_go_cpu),
         cmocka_unit_test(test_go_cpu_label_sums),
         cmocka_unit_test(test_go_heap),
+        cmocka_unit_test(test_go_heap_numeric_labels),
         cmocka_unit_test(test_go_mutex_block_goroutine),
         cmocka_unit_test(test_go_goroutine_labels),
         cmocka_unit_test(test_go_name_and_labels),
@@ -1272,6 +1391,7 @@ int main(void)
         cmocka_unit_test(test_defaults_and_empty),
         cmocka_unit_test(test_bad_string_table),
         cmocka_unit_test(test_bad_string_index),
+        cmocka_unit_test(test_nul_in_strings),
         cmocka_unit_test(test_bad_references),
         cmocka_unit_test(test_bad_values),
         cmocka_unit_test(test_bad_ids),
