@@ -16,10 +16,12 @@
 ** loses no samples to a full map; the window is still written once.
 **
 ** Two profile types carry the same samples (docs/sampling.md), as Go's CPU
-** profiles do, so that a query by type can merge Go's profiles with ours:
-**   process_cpu:samples:count:cpu:nanoseconds:delta        value = samples
-**   process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta      value = samples x
-**                                                          period
+** profiles do. Their name is the sampler's own, not Go's process_cpu, so
+** that the machine's samples never sum silently with a Go program's own
+** profile of the same CPU time (issue 12):
+**   ebpf_cpu:samples:count:cpu:nanoseconds:delta        value = samples
+**   ebpf_cpu:cpu:nanoseconds:cpu:nanoseconds:delta      value = samples x
+**                                                       period
 ** Both have period = 1e9 / frequency ns, time = the window's start and
 ** duration = the window's length.
 **
@@ -58,8 +60,8 @@
 #include "ingest/symbolize.h"
 #include "bpf/agent.h"
 
-#define TYPE_SAMPLES "process_cpu:samples:count:cpu:nanoseconds:delta"
-#define TYPE_CPU "process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta"
+#define TYPE_SAMPLES "ebpf_cpu:samples:count:cpu:nanoseconds:delta"
+#define TYPE_CPU "ebpf_cpu:cpu:nanoseconds:cpu:nanoseconds:delta"
 #define TYPE_SELF_COUNT "ember_self:events:count:window:nanoseconds:delta"
 #define TYPE_SELF_TIME "ember_self:time:nanoseconds:window:nanoseconds:delta"
 

@@ -10,7 +10,7 @@ set -eu
 build=$1; db=$2; demo=$3
 ember=$build/ember
 secs=10
-type=process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta
+type=ebpf_cpu:cpu:nanoseconds:cpu:nanoseconds:delta
 busy_pid=
 
 fallback() {

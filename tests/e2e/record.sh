@@ -38,8 +38,8 @@
 set -u
 EMBER=${EMBER:-build/ember}
 BUILD=${BUILD:-build}
-TYPE=process_cpu:samples:count:cpu:nanoseconds:delta
-CPU=process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta
+TYPE=ebpf_cpu:samples:count:cpu:nanoseconds:delta
+CPU=ebpf_cpu:cpu:nanoseconds:cpu:nanoseconds:delta
 SELF=ember_self:events:count:window:nanoseconds:delta
 FX=$BUILD/fixtures
 tmp=$(mktemp -d)
