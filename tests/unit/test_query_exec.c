@@ -110,8 +110,9 @@ static void import_file(const char *name, const char *source)
     size_t len = 0;
     char *buf;
     ember_label l = { "source", source };
+    /* numeric labels as series, so merge by (bytes) has groups to make */
     em_import_opts o = { .sz = sizeof o, .origin = name, .labels = &l,
-                         .nlabels = 1 };
+                         .nlabels = 1, .numeric_labels = true };
     int rc;
 
     snprintf(path, sizeof path, "%s/%s", DATA_DIR, name);
@@ -789,7 +790,9 @@ static pb_profile *pb_read(const char *name, void **raw)
     return p;
 }
 
-/* Imports P (its first N samples) at TIME_MS with label service=SVC. */
+/* Imports P (its first N samples) at TIME_MS with label service=SVC, its
+** numeric labels as series too, so that a heap file splits as a goroutine
+** file with string labels does. */
 static void pb_import(ember_db *db, pb_profile *p, size_t n, int64_t time_ms,
                       const char *svc)
 {
@@ -797,7 +800,7 @@ static void pb_import(ember_db *db, pb_profile *p, size_t n, int64_t time_ms,
     uint8_t *buf;
     ember_label l = { "service", svc };
     em_import_opts o = { .sz = sizeof o, .origin = "part.pb", .labels = &l,
-                         .nlabels = 1 };
+                         .nlabels = 1, .numeric_labels = true };
 
     p->n_sample = n;
     p->time_nanos = time_ms * 1000000;
