@@ -54,8 +54,8 @@ note '{service="demx"} matches nothing: no series of any type has service="demx"
   '{service="demx"}'
 note 'no series of any type has a label servce (did you mean service?)' \
   '{servce="demo"}'
-note 'no profile type "process_cpu:samples:count:cpu:nanoseconds:delt" is stored (did you mean process_cpu:samples:count:cpu:nanoseconds:delta?)' \
-  'process_cpu:samples:count:cpu:nanoseconds:delt'
+note 'no profile type "collapsed:samples:count:samples:count:delt" is stored (did you mean collapsed:samples:count:samples:count:delta?)' \
+  'collapsed:samples:count:samples:count:delt'
 note '{service="demo"} holds no profile from 2001-01-01T00:00:00Z to 2001-01-02T00:00:00Z: its profiles are stored from 2024-11-21T06:20:00Z to 2024-11-21T06:20:20Z' \
   --from 2001-01-01 --to 2001-01-02 '{service="demo"}'
 note 'focus(..., "no_such_function") matches no function name' \
