@@ -89,7 +89,7 @@ EMBER_API const char *ember_strerror(int rc)
     case EMBER_ENOTFOUND: return "not found";
     case EMBER_ELIMIT: return "limit exceeded";
     case EMBER_EBUSY: return "database busy";
-    case EMBER_EFORMAT: return "unsupported format version";
+    case EMBER_EFORMAT: return "not an Ember database of a known format";
     default: return "unknown error";
     }
 }

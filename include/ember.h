@@ -53,7 +53,7 @@ enum {
     EMBER_ENOTFOUND = -5,   /* no such id, series or directory */
     EMBER_ELIMIT = -6,      /* a documented limit was exceeded */
     EMBER_EBUSY = -7,       /* the database is locked or in use */
-    EMBER_EFORMAT = -8      /* written by an incompatible format version */
+    EMBER_EFORMAT = -8      /* not Ember's, or an incompatible format version */
 };
 
 typedef struct ember_db ember_db;       /* one open database directory */
