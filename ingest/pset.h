@@ -65,6 +65,8 @@ typedef struct em_pset_profile {
     size_t nlabels;
     int64_t time_ms, duration_ns, period;
     uint64_t nsamples;          /* samples added for it */
+    int64_t pos, neg;           /* its positive and negative values summed:
+                                ** each within int64 (em_pset_sample) */
 } em_pset_profile;
 
 /* An open-addressing index over an array of the caller's (ingest/hindex.c):
@@ -140,7 +142,9 @@ int em_pset_profile_add(em_pset *s, const char *type,
 long em_pset_profile_find(const em_pset *s, const char *type,
                           const ember_label *labels, size_t n);
 
-/* Adds VALUE for stack STACK to profile PROFILE. Repeats sum when written. */
+/* Adds VALUE for stack STACK to profile PROFILE. Repeats sum when written.
+** EMBER_ELIMIT when the profile's positive or negative values no longer
+** sum within int64 (then no sum of them may be stored or read exactly). */
 int em_pset_sample(em_pset *s, uint32_t profile, uint32_t stack,
                    int64_t value);
 
