@@ -422,20 +422,37 @@ static int head_update(em_wtxn *w, uint32_t series, int64_t time,
     return head_put(w, series, &h);
 }
 
+/* True when P's samples are already canonical (stack ids strictly rising,
+** each existing), as em_pset_write hands them over: then they are written
+** from where they are, without a copy as big as the profile. */
+static bool samples_canonical(const em_wtxn *w, const ember_profile *p)
+{
+    for (size_t i = 0; i < p->nsamples; i++)
+        if ((i > 0 && p->samples[i].stack <= p->samples[i - 1].stack) ||
+            p->samples[i].stack >= w->c.next[EM_T_STACK])
+            return false;
+    return true;
+}
+
 static int write_profile(em_wtxn *w, const ember_profile *p, size_t i)
 {
     ember_sample *s = NULL;
+    const ember_sample *use = NULL;
     uint32_t series, n = 0;
     int rc = profile_check(p, i);
 
     if (rc == EMBER_OK)
         rc = em_series_intern(w, p->type, p->labels, p->nlabels, &series);
-    if (rc == EMBER_OK)
-        rc = samples_canon(w, p, &s, &n);
+    if (rc == EMBER_OK && samples_canonical(w, p)) {
+        use = p->samples;
+        n = (uint32_t)p->nsamples;
+    } else if (rc == EMBER_OK && (rc = samples_canon(w, p, &s, &n)) == 0) {
+        use = s;
+    }
     if (rc == EMBER_OK)
         rc = head_update(w, series, p->time_ms, n);
     if (rc == EMBER_OK)
-        rc = head_append(w, series, p, s, n);
+        rc = head_append(w, series, p, use, n);
     if (rc == EMBER_OK) {
         w->c.profiles++;
         w->c.samples += n;

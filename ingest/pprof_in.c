@@ -273,6 +273,8 @@ typedef struct pctx {
     size_t inlen;
     size_t nsample;             /* sample fields in it */
     size_t depth;               /* most locations in one sample */
+    size_t nstk, nfr, nval;     /* stacks, their frames and values pass 3
+                                ** adds at most: em_pset_reserve */
     arena sa;                   /* the one sample unpacked, reset per sample */
     em_pset *s;
     idmap maps, funcs, locs;
@@ -937,6 +939,7 @@ static int sample_locations(pctx *c, size_t si, pb_sample *smp)
 ** labels. */
 static int check_sample(pctx *c, size_t si, pb_sample *smp)
 {
+    size_t nz = 0;
     int rc;
 
     /* Here, not with the header: a sample that does not unpack is named
@@ -952,6 +955,13 @@ static int check_sample(pctx *c, size_t si, pb_sample *smp)
         return rc;
     if (smp->n_location_id > c->depth)
         c->depth = smp->n_location_id;
+    for (size_t t = 0; t < smp->n_value; t++)
+        nz += smp->value[t] != 0;
+    if (nz > 0) {               /* pass 3 adds its stack and NZ samples */
+        c->nval += nz;
+        c->nstk++;
+        c->nfr += smp->n_location_id;
+    }
     return smp->n_label > 0 ? sample_labels(c, si, smp) : EMBER_OK;
 }
 
@@ -1146,6 +1156,9 @@ static int add_prepare(pctx *c)
     if (rc == EMBER_OK)
         rc = alloc_array(c, &c->joined, EM_PSET_MAX_LABELS + c->o.nlabels,
                          sizeof *c->joined, "labels");
+    if (rc == EMBER_OK &&
+        (rc = em_pset_reserve(c->s, c->nstk, c->nfr, c->nval)) != EMBER_OK)
+        rc = em_err_prefix(rc, "%s", c->origin);
     return rc;
 }
 

@@ -405,12 +405,61 @@ int em_pset_stack(em_pset *s, const uint32_t *locs, size_t n, uint32_t *idx)
         return rc;
     if ((rc = pool_append(s, locs, n)) != EMBER_OK)
         return rc;
-    s->stacks[s->nstacks] = (em_pset_stack_ent){ s->npool - n, n, h };
+    s->stacks[s->nstacks] = (em_pset_stack_ent){ s->npool - n, (uint32_t)n };
     if (n > s->max_depth)
         s->max_depth = n;
     *idx = (uint32_t)s->nstacks++;
     index_take(slot, h, *idx);
     return EMBER_OK;
+}
+
+/* Grows *P (capacity *CAP, COUNT used) to exactly COUNT + MORE entries. */
+static int array_exact(void **p, size_t *cap, size_t count, size_t more,
+                       size_t size, const char *what)
+{
+    void *np;
+
+    if (more > PSET_MAX_ENTRIES - count)
+        return em_err(EMBER_ELIMIT, "more than %zu %s in one input",
+                      PSET_MAX_ENTRIES, what);
+    if (count + more <= *cap)
+        return EMBER_OK;
+    if (count + more > SIZE_MAX / size ||
+        (np = em_realloc(*p, (count + more) * size)) == NULL)
+        return em_err(EMBER_ENOMEM, "out of memory for %zu %s", count + more,
+                      what);
+    *p = np;
+    *cap = count + more;
+    return EMBER_OK;
+}
+
+int em_pset_reserve(em_pset *s, size_t nstacks, size_t nframes,
+                    size_t nsamples)
+{
+    int rc = array_exact((void **)&s->stacks, &s->cap_stacks, s->nstacks,
+                         nstacks, sizeof *s->stacks, "stacks");
+
+    if (rc == EMBER_OK && nframes > SIZE_MAX / sizeof *s->pool - s->npool)
+        rc = em_err(EMBER_ENOMEM, "out of memory for %zu stack frames",
+                    nframes);
+    if (rc == EMBER_OK && s->npool + nframes > s->cap_pool) {
+        uint32_t *np = em_realloc(s->pool, (s->npool + nframes) *
+                                           sizeof *np);
+        if (np == NULL)
+            return em_err(EMBER_ENOMEM, "out of memory for %zu stack frames",
+                          s->npool + nframes);
+        s->pool = np;
+        s->cap_pool = s->npool + nframes;
+    }
+    if (rc == EMBER_OK)
+        rc = array_exact((void **)&s->samples, &s->cap_samples, s->nsamples,
+                         nsamples, sizeof *s->samples, "samples");
+    /* each call doubles once; on an index still empty that costs little */
+    while (rc == EMBER_OK && nstacks > 0 &&
+           (s->stack_index.slots == NULL ||
+            (s->nstacks + nstacks) * 2 > s->stack_index.mask + 1))
+        rc = index_reserve(s, &s->stack_index, s->nstacks + nstacks - 1);
+    return rc;
 }
 
 /* ---- profiles and samples -------------------------------------------------- */
@@ -789,10 +838,15 @@ static void profile_samples(const em_pset *s, pset_ids *w, size_t p)
 /* Sorts the N samples at P by stack and sums repeats; returns the count. */
 static size_t samples_sum(ember_sample *p, size_t n)
 {
-    size_t k = 0;
+    size_t k = 0, i = 1;
 
-    qsort(p, n, sizeof *p, sample_cmp);
-    for (size_t i = 0; i < n; i++) {
+    /* A pprof's stacks are new in sample order, so their ids mostly rise
+    ** already; glibc's qsort would copy them all to sort (issue 12). */
+    while (i < n && p[i - 1].stack <= p[i].stack)
+        i++;
+    if (i < n)
+        qsort(p, n, sizeof *p, sample_cmp);
+    for (i = 0; i < n; i++) {
         if (k > 0 && p[k - 1].stack == p[i].stack)
             p[k - 1].value += p[i].value;   /* fits: em_pset_sample */
         else
