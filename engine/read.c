@@ -458,7 +458,7 @@ static inline void span_key_add(merge_acc *m, span_key k)
     int cmp = m->nkeys == 0 ? 1 : span_key_cmp(&k, &m->keys[m->nkeys - 1]);
 
     if (cmp > 0)
-        m->dur_run = em_add_wrap(m->dur_run, k.duration_ns);
+        m->dur_run = em_add_sat(m->dur_run, k.duration_ns);  /* shown only */
     m->nbreaks += cmp < 0;
     m->keys[m->nkeys++] = k;
 }
@@ -564,7 +564,7 @@ static int merge_span_duration(merge_acc *m, int64_t *out)
     }
     for (size_t i = 0; nr == 1 && i < at[1]; i++)
         if (i == 0 || span_key_cmp(&src[i], &src[i - 1]) != 0)
-            *out = em_add_wrap(*out, src[i].duration_ns);
+            *out = em_add_sat(*out, src[i].duration_ns);
     em_free(at);
     return EMBER_OK;
 }
@@ -957,7 +957,10 @@ static int tot_series_start(ember_totals *t, uint32_t series)
     return EMBER_OK;
 }
 
-/* Per-profile sums over the NKEPT stacks KEPT (focus, ignore) only. */
+/* Per-profile sums over the NKEPT stacks KEPT (focus, ignore) only. Each
+** is a part of one profile's values, so it fits (values_check in
+** engine/write.c) and the wrapping add never wraps for what this version
+** writes. */
 static void tot_focus(const em_chunk *c, const em_kept *kept,
                       uint32_t nkept, int64_t *sums)
 {
