@@ -436,10 +436,12 @@ static bool merge_run(merge_acc *m, const em_chunk *c, uint32_t st,
     return sum >= INT64_MIN && sum <= INT64_MAX;
 }
 
-static int merge_overflow(uint32_t series, uint32_t st)
+/* The chunk scan prefixes the chunk (series, time), so this names the
+** stack only. */
+static int merge_overflow(uint32_t st)
 {
     return em_err(EMBER_ELIMIT, "merge: the values of stack %u sum past the "
-                  "64-bit range (at series %u)", st, series);
+                  "64-bit range (merge fewer profiles)", st);
 }
 
 static int span_key_cmp(const span_key *x, const span_key *y)
@@ -589,7 +591,7 @@ static int merge_chunk(void *ctx, uint32_t series, const em_chunk *c,
         for (uint32_t i = 0; i < c->h.nstacks; i++)
             if (!merge_run(m, c, c->stacks[i], c->stack_start[i],
                            c->stack_start[i + 1], whole ? NULL : m->in))
-                return merge_overflow(series, c->stacks[i]);
+                return merge_overflow(c->stacks[i]);
     } else {
         for (uint32_t k = 0; k < nkept; k++) {
             if (k + 4 < nkept)  /* a focus's runs are scattered */
@@ -597,7 +599,7 @@ static int merge_chunk(void *ctx, uint32_t series, const em_chunk *c,
             if (!merge_run(m, c, kept[k].stack, kept[k].at,
                            (uint64_t)kept[k].at + kept[k].n,
                            whole ? NULL : m->in))
-                return merge_overflow(series, kept[k].stack);
+                return merge_overflow(kept[k].stack);
         }
     }
     if ((rc = merge_span_add(m, c, whole ? NULL : m->in)) != EMBER_OK)
@@ -787,7 +789,7 @@ static int merge_finish(merge_acc *m, ember_merged **out)
     r->n = n;
     if (ovf)
         rc = em_err(EMBER_ELIMIT, "merge: the values of its %zu stacks sum "
-                    "past the 64-bit range", n);
+                    "past the 64-bit range (merge fewer profiles)", n);
     r->nseries = m->nseries;
     r->nprofiles = m->nprofiles;
     if (rc == EMBER_OK && m->nprofiles > 0) {
