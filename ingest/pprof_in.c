@@ -18,10 +18,12 @@
 **     The ids in the unpacked message are rewritten in place to positions.
 **     Each sample is unpacked alone into a scratch arena reused for the
 **     next (sample_next()), and its labels are reduced to a label set id.
+**     (Input up to em_pprof_whole_max is unpacked whole instead, as the
+**     cost is small and the speed of small files is what counts there.)
 **  3. What the samples reference is added: mappings, functions and
 **     locations on first use (unreferenced symbols are not kept), then one
 **     stack per sample and one set sample per nonzero value; the samples
-**     are unpacked again one by one.
+**     are unpacked again one by one (unless unpacked whole).
 **
 ** Why samples one by one: unpacked whole, a sample costs some 220 bytes
 ** of protobuf-c structures (pointers, arrays, alignment) for its 20 to 30
@@ -82,6 +84,10 @@ typedef Perftools__Profiles__Function pb_function;
 #define ARENA_MIN (4u << 10)         /* the first block: twice the input, */
 #define ARENA_FIRST_MAX (1u << 20)  /* within these bounds, then doubling */
 #define ARENA_STEP_MAX (16u << 20)
+/* Input up to this size is unpacked whole, samples and all (some ten times
+** its size), rather than each sample twice: most files are small, and for
+** them the split and the second unpack cost a twentieth of the import. */
+size_t em_pprof_whole_max = 1u << 20;
 
 /* ---- an arena for protobuf-c -------------------------------------------- */
 
@@ -272,6 +278,9 @@ typedef struct pctx {
     const uint8_t *in;          /* the input, where the samples stay */
     size_t inlen;
     size_t nsample;             /* sample fields in it */
+    size_t first;               /* where the first one starts */
+    pb_sample **kept;           /* small input, unpacked whole: its samples
+                                ** (p->sample); NULL: unpack one by one */
     size_t depth;               /* most locations in one sample */
     size_t nstk, nfr, nval;     /* stacks, their frames and values pass 3
                                 ** adds at most: em_pset_reserve */
@@ -484,11 +493,13 @@ static void diagnose(arena *a, const uint8_t *b, size_t len, char *why,
 #define SAMPLE_KEY ((2u << 3) | 2)     /* field 2, length-delimited */
 
 /* Copies the top-level fields of the LEN bytes at B but the samples into
-** REST, counting the samples; false when the framing is bad. */
+** REST, a run of fields at a time (writers put the samples together),
+** counting the samples and noting where the first one is; false when the
+** framing is bad. */
 static bool split_samples(pctx *c, const uint8_t *b, size_t len, em_buf *rest,
                           int *rc)
 {
-    size_t pos = 0;
+    size_t pos = 0, run = 0;        /* the run of other fields from RUN */
 
     *rc = EMBER_OK;
     while (pos < len) {
@@ -500,12 +511,15 @@ static bool split_samples(pctx *c, const uint8_t *b, size_t len, em_buf *rest,
         pos = (size_t)(q - b);
         if (!skip_value(b, len, &pos, (unsigned)(tag & 7), &size))
             return false;
-        if (tag == SAMPLE_KEY)
-            c->nsample++;
-        else if ((*rc = em_buf_put(rest, b + at, pos - at)) != EMBER_OK)
+        if (tag != SAMPLE_KEY)
+            continue;
+        if (c->nsample++ == 0)
+            c->first = at;
+        if (at > run && (*rc = em_buf_put(rest, b + run, at - run)) != 0)
             return false;
+        run = pos;
     }
-    return true;
+    return len == run || (*rc = em_buf_put(rest, b + run, len - run)) == 0;
 }
 
 /* Unpacks BUF but its samples into c->p. */
@@ -520,10 +534,18 @@ static int unpack(pctx *c, arena *a, const void *buf, size_t len)
         return em_err(EMBER_EINVAL, "%s: no input buffer", c->origin);
     c->in = buf;
     c->inlen = len;
-    if (split_samples(c, buf, len, &rest, &rc))
+    rc = EMBER_OK;
+    if (len <= em_pprof_whole_max) {
+        c->p = perftools__profiles__profile__unpack(&al, len, buf);
+        if (c->p != NULL) {
+            c->nsample = c->p->n_sample;
+            c->kept = c->p->sample;
+        }
+    } else if (split_samples(c, buf, len, &rest, &rc)) {
         c->p = perftools__profiles__profile__unpack(&al, rest.len,
                                                     rest.len ? rest.p
                                                              : (void *)"");
+    }
     em_buf_free(&rest);
     if (rc != EMBER_OK)
         return em_err(rc, "%s: out of memory unpacking %zu bytes of pprof",
@@ -889,8 +911,9 @@ static int sample_labels(pctx *c, size_t si, const pb_sample *smp)
     return EMBER_OK;
 }
 
-/* Unpacks the sample after *POS in the input (sample SI) into c->sa, where
-** it lives until the next call; *POS moves past it. */
+/* Unpacks the sample after *POS in the input (sample SI; *POS 0: the
+** first) into c->sa, where it lives until the next call; *POS moves past
+** it. Input unpacked whole has it at hand. */
 static int sample_next(pctx *c, size_t *pos, size_t si, pb_sample **out)
 {
     ProtobufCAllocator al = { arena_alloc, arena_nofree, &c->sa };
@@ -898,6 +921,12 @@ static int sample_next(pctx *c, size_t *pos, size_t si, pb_sample **out)
     uint64_t tag = 0, size = 0;
     size_t at;
 
+    if (c->kept != NULL) {
+        *out = c->kept[si];
+        return EMBER_OK;
+    }
+    if (*pos == 0)
+        *pos = c->first;
     do {            /* split_samples checked the framing */
         const uint8_t *q = b + *pos;
         at = *pos;
@@ -1173,8 +1202,10 @@ static int add_samples(pctx *c)
         uint32_t set = c->sample_set != NULL ? c->sample_set[i] : 0;
         uint32_t stack = 0, prof;
         bool have_stack = false;
-        if ((rc = sample_next(c, &pos, i, &smp)) != EMBER_OK ||
-            (rc = sample_locations(c, i, smp)) != EMBER_OK)
+        if (c->kept != NULL)       /* its location ids are positions */
+            smp = c->kept[i];
+        else if ((rc = sample_next(c, &pos, i, &smp)) != EMBER_OK ||
+                 (rc = sample_locations(c, i, smp)) != EMBER_OK)
             break;
         for (size_t t = 0; t < c->ntypes && rc == EMBER_OK; t++) {
             if (smp->value[t] == 0)
