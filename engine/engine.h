@@ -128,6 +128,16 @@ static inline int64_t em_sub_wrap(int64_t a, int64_t b)
     return (int64_t)((uint64_t)a - (uint64_t)b);
 }
 
+/* Adds V to *POS when positive, else to *NEG; false when that sum leaves
+** int64. Values whose two sums both fit have every partial sum in range:
+** the rule that keeps each stored profile's and each merge's sums exact
+** (issue 12), checked once per value instead of at every later sum. */
+static inline bool em_sum_add(int64_t *pos, int64_t *neg, int64_t v)
+{
+    return v > 0 ? !__builtin_add_overflow(*pos, v, pos)
+                 : !__builtin_add_overflow(*neg, v, neg);
+}
+
 /* A + B, held at INT64_MAX or INT64_MIN where it would not fit: for
 ** figures that are shown, never stored or summed again. Sums that must be
 ** exact are checked with __builtin_add_overflow where they are made. */

@@ -756,9 +756,9 @@ static int merge_acc_run(merge_acc *m, query *q)
 }
 
 /* Turns the accumulator into the result, in stack order, and empties it.
-** Its positive values and its negative ones must each sum within int64:
-** then every sum a renderer or a query makes of them (a total, a
-** function's flat and cum, a group) fits too, and none wraps. */
+** Its values must sum within int64 (em_sum_add): then every sum a
+** renderer or a query makes of them (a total, a function's flat and cum,
+** a group) fits too, and none wraps. */
 static int merge_finish(merge_acc *m, ember_merged **out)
 {
     ember_merged *r = em_calloc(1, sizeof *r);
@@ -783,8 +783,7 @@ static int merge_finish(merge_acc *m, ember_merged **out)
             uint32_t st = (uint32_t)(w * 64 + (size_t)__builtin_ctzll(bits));
             r->stacks[k] = st;
             r->values[k++] = m->sum[st];
-            ovf |= m->sum[st] > 0 ? __builtin_add_overflow(pos, m->sum[st], &pos)
-                                  : __builtin_add_overflow(neg, m->sum[st], &neg);
+            ovf |= !em_sum_add(&pos, &neg, m->sum[st]);
         }
     r->n = n;
     if (ovf)

@@ -336,20 +336,17 @@ static int samples_canon(const em_wtxn *w, const ember_profile *p,
     return EMBER_OK;
 }
 
-/* Its positive values and its negative ones must each sum within int64
-** (issue 12: repeats were summed wrapping), so that no sum of a profile's
-** values, its total or any part, wraps when it is read back. */
+/* P's values must sum within int64 (em_sum_add; issue 12: repeats were
+** summed wrapping), so that no sum of them, its total or any part, wraps
+** when it is read back. */
 static int values_check(const ember_profile *p, size_t i)
 {
     int64_t pos = 0, neg = 0;
 
-    for (size_t k = 0; k < p->nsamples; k++) {
-        int64_t v = p->samples[k].value;
-        if (v > 0 ? __builtin_add_overflow(pos, v, &pos)
-                  : __builtin_add_overflow(neg, v, &neg))
+    for (size_t k = 0; k < p->nsamples; k++)
+        if (!em_sum_add(&pos, &neg, p->samples[k].value))
             return em_err(EMBER_ELIMIT, "profile %zu: its values sum past "
                           "the 64-bit range (at sample %zu)", i, k);
-    }
     return EMBER_OK;
 }
 

@@ -575,8 +575,7 @@ int em_pset_sample(em_pset *s, uint32_t profile, uint32_t stack,
         return em_err(EMBER_EINVAL, "sample: profile %u or stack %u does not "
                       "exist", profile, stack);
     pr = &s->profiles[profile];
-    if (value > 0 ? __builtin_add_overflow(pr->pos, value, &pr->pos)
-                  : __builtin_add_overflow(pr->neg, value, &pr->neg))
+    if (!em_sum_add(&pr->pos, &pr->neg, value))
         return em_err(EMBER_ELIMIT, "the values of profile %s sum past the "
                       "64-bit range (value %" PRId64 ")", pr->type, value);
     if ((rc = RESERVE(s, samples, nsamples, cap_samples, "samples")) != 0)
