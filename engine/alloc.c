@@ -1,9 +1,11 @@
 /*
 ** engine/alloc.c: the one allocator of Ember, with a test hook that fails
 ** the Nth call so that tests can prove every path returns EMBER_ENOMEM and
-** leaks nothing. zstd is routed here too (engine/chunk.c); LMDB and CRoaring
-** allocate on their own.
+** leaks nothing, and one that counts the bytes held so that tests can
+** prove a memory budget (docs/ingest.md, "Memory"). zstd is routed here too
+** (engine/chunk.c); LMDB and CRoaring allocate on their own.
 */
+#include <malloc.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
@@ -11,6 +13,38 @@
 
 static _Atomic uint64_t alloc_calls;    /* calls so far */
 static _Atomic uint64_t alloc_fail_from;/* first failing call, 0: never */
+static _Atomic bool count_on;           /* em_alloc_count */
+static _Atomic int64_t count_live, count_peak;
+
+void em_alloc_count(bool on)
+{
+    atomic_store(&count_live, 0);
+    atomic_store(&count_peak, 0);
+    atomic_store(&count_on, on);
+}
+
+uint64_t em_alloc_peak(void)
+{
+    int64_t p = atomic_load(&count_peak);
+
+    return p > 0 ? (uint64_t)p : 0;
+}
+
+/* Adds the block P (NULL: none) to the count, or takes it off with -1. */
+static void count(void *p, int sign)
+{
+    int64_t live, peak;
+
+    if (p == NULL || !atomic_load_explicit(&count_on, memory_order_relaxed))
+        return;
+    live = atomic_fetch_add(&count_live,
+                            sign * (int64_t)malloc_usable_size(p)) +
+           sign * (int64_t)malloc_usable_size(p);
+    peak = atomic_load(&count_peak);
+    while (live > peak &&
+           !atomic_compare_exchange_weak(&count_peak, &peak, live))
+        ;
+}
 
 void em_alloc_fail_at(uint64_t n)
 {
@@ -32,27 +66,41 @@ static bool alloc_should_fail(void)
 
 void *em_malloc(size_t n)
 {
+    void *p;
+
     if (alloc_should_fail())
         return NULL;
-    return malloc(n == 0 ? 1 : n);
+    p = malloc(n == 0 ? 1 : n);
+    count(p, 1);
+    return p;
 }
 
 void *em_calloc(size_t n, size_t size)
 {
+    void *p;
+
     if (alloc_should_fail())
         return NULL;
-    return calloc(n == 0 ? 1 : n, size == 0 ? 1 : size);
+    p = calloc(n == 0 ? 1 : n, size == 0 ? 1 : size);
+    count(p, 1);
+    return p;
 }
 
 void *em_realloc(void *p, size_t n)
 {
+    void *q;
+
     if (alloc_should_fail())
         return NULL;
-    return realloc(p, n == 0 ? 1 : n);
+    count(p, -1);
+    q = realloc(p, n == 0 ? 1 : n);
+    count(q != NULL ? q : p, 1);
+    return q;
 }
 
 void em_free(void *p)
 {
+    count(p, -1);
     free(p);
 }
 

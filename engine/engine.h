@@ -41,6 +41,13 @@ void *em_grow(void *p, size_t *cap, size_t need, size_t size);
 void em_alloc_fail_at(uint64_t n);
 /* Allocations made since start (successful or not), for tests. */
 uint64_t em_alloc_calls(void);
+/* Test hook: from now on, counts the bytes em_malloc and friends hold (as
+** malloc_usable_size sees them) and the most they held at once; ON false
+** stops. Blocks allocated before the start and freed after it are
+** subtracted too, so start where little is about to be freed. */
+void em_alloc_count(bool on);
+/* The most bytes held at once since em_alloc_count(true). */
+uint64_t em_alloc_peak(void);
 
 /* ---- errors (engine/error.c) -------------------------------------------- */
 
@@ -119,6 +126,28 @@ static inline int64_t em_add_wrap(int64_t a, int64_t b)
 static inline int64_t em_sub_wrap(int64_t a, int64_t b)
 {
     return (int64_t)((uint64_t)a - (uint64_t)b);
+}
+
+/* Adds V to *POS when positive, else to *NEG; false when that sum leaves
+** int64. Values whose two sums both fit have every partial sum in range:
+** the rule that keeps each stored profile's and each merge's sums exact
+** (issue 12), checked once per value instead of at every later sum. */
+static inline bool em_sum_add(int64_t *pos, int64_t *neg, int64_t v)
+{
+    return v > 0 ? !__builtin_add_overflow(*pos, v, pos)
+                 : !__builtin_add_overflow(*neg, v, neg);
+}
+
+/* A + B, held at INT64_MAX or INT64_MIN where it would not fit: for
+** figures that are shown, never stored or summed again. Sums that must be
+** exact are checked with __builtin_add_overflow where they are made. */
+static inline int64_t em_add_sat(int64_t a, int64_t b)
+{
+    int64_t r;
+
+    if (__builtin_add_overflow(a, b, &r))
+        return a > 0 ? INT64_MAX : INT64_MIN;
+    return r;
 }
 
 /* Little-endian fixed-width stores and loads (the chunk format's). Written

@@ -409,27 +409,39 @@ static int merge_scratch(merge_acc *m, uint32_t n)
 }
 
 /* Sums the samples [A, B) of stack ST; IN NULL means every profile is in
-** range. */
-static void merge_run(merge_acc *m, const em_chunk *c, uint32_t st,
+** range. False when the stack's sum leaves the int64 range (issue 12: it
+** wrapped): the run is summed in 128 bits, as a run of 2^64 samples
+** cannot be, and checked once. */
+static bool merge_run(merge_acc *m, const em_chunk *c, uint32_t st,
                       uint64_t a, uint64_t b, const uint8_t *in)
 {
-    uint64_t sum = 0;
+    __int128 sum = 0;
     bool any = in == NULL && a < b;
 
     if (in == NULL) {
         for (uint64_t j = a; j < b; j++)
-            sum += (uint64_t)c->sample_value[j];
+            sum += c->sample_value[j];
     } else {
         for (uint64_t j = a; j < b; j++) {
             uint8_t f = in[c->sample_profile[j]];
-            sum += f ? (uint64_t)c->sample_value[j] : 0;
+            sum += f ? c->sample_value[j] : 0;
             any |= f;
         }
     }
-    if (any) {
-        m->sum[st] = em_add_wrap(m->sum[st], (int64_t)sum);
-        m->seen[st >> 6] |= 1ull << (st & 63);
-    }
+    if (!any)
+        return true;
+    m->seen[st >> 6] |= 1ull << (st & 63);
+    sum += m->sum[st];
+    m->sum[st] = (int64_t)sum;
+    return sum >= INT64_MIN && sum <= INT64_MAX;
+}
+
+/* The chunk scan prefixes the chunk (series, time), so this names the
+** stack only. */
+static int merge_overflow(uint32_t st)
+{
+    return em_err(EMBER_ELIMIT, "merge: the values of stack %u sum past the "
+                  "64-bit range (merge fewer profiles)", st);
 }
 
 static int span_key_cmp(const span_key *x, const span_key *y)
@@ -448,7 +460,7 @@ static inline void span_key_add(merge_acc *m, span_key k)
     int cmp = m->nkeys == 0 ? 1 : span_key_cmp(&k, &m->keys[m->nkeys - 1]);
 
     if (cmp > 0)
-        m->dur_run = em_add_wrap(m->dur_run, k.duration_ns);
+        m->dur_run = em_add_sat(m->dur_run, k.duration_ns);  /* shown only */
     m->nbreaks += cmp < 0;
     m->keys[m->nkeys++] = k;
 }
@@ -554,7 +566,7 @@ static int merge_span_duration(merge_acc *m, int64_t *out)
     }
     for (size_t i = 0; nr == 1 && i < at[1]; i++)
         if (i == 0 || span_key_cmp(&src[i], &src[i - 1]) != 0)
-            *out = em_add_wrap(*out, src[i].duration_ns);
+            *out = em_add_sat(*out, src[i].duration_ns);
     em_free(at);
     return EMBER_OK;
 }
@@ -575,17 +587,21 @@ static int merge_chunk(void *ctx, uint32_t series, const em_chunk *c,
     }
     if (n == 0)
         return EMBER_OK;
-    if (kept == NULL)
+    if (kept == NULL) {
         for (uint32_t i = 0; i < c->h.nstacks; i++)
-            merge_run(m, c, c->stacks[i], c->stack_start[i],
-                      c->stack_start[i + 1], whole ? NULL : m->in);
-    else
+            if (!merge_run(m, c, c->stacks[i], c->stack_start[i],
+                           c->stack_start[i + 1], whole ? NULL : m->in))
+                return merge_overflow(c->stacks[i]);
+    } else {
         for (uint32_t k = 0; k < nkept; k++) {
             if (k + 4 < nkept)  /* a focus's runs are scattered */
                 __builtin_prefetch(&c->sample_value[kept[k + 4].at]);
-            merge_run(m, c, kept[k].stack, kept[k].at,
-                      (uint64_t)kept[k].at + kept[k].n, whole ? NULL : m->in);
+            if (!merge_run(m, c, kept[k].stack, kept[k].at,
+                           (uint64_t)kept[k].at + kept[k].n,
+                           whole ? NULL : m->in))
+                return merge_overflow(kept[k].stack);
         }
+    }
     if ((rc = merge_span_add(m, c, whole ? NULL : m->in)) != EMBER_OK)
         return rc;
     m->nprofiles += n;
@@ -739,11 +755,16 @@ static int merge_acc_run(merge_acc *m, query *q)
     return rc;
 }
 
-/* Turns the accumulator into the result, in stack order, and empties it. */
+/* Turns the accumulator into the result, in stack order, and empties it.
+** Its values must sum within int64 (em_sum_add): then every sum a
+** renderer or a query makes of them (a total, a function's flat and cum,
+** a group) fits too, and none wraps. */
 static int merge_finish(merge_acc *m, ember_merged **out)
 {
     ember_merged *r = em_calloc(1, sizeof *r);
     size_t nstacks = m->nstacks, n = 0, k = 0;
+    int64_t pos = 0, neg = 0;
+    bool ovf = false;
     int rc = EMBER_OK;
 
     for (size_t w = 0; w < (nstacks + 63) / 64; w++)
@@ -762,11 +783,15 @@ static int merge_finish(merge_acc *m, ember_merged **out)
             uint32_t st = (uint32_t)(w * 64 + (size_t)__builtin_ctzll(bits));
             r->stacks[k] = st;
             r->values[k++] = m->sum[st];
+            ovf |= !em_sum_add(&pos, &neg, m->sum[st]);
         }
     r->n = n;
+    if (ovf)
+        rc = em_err(EMBER_ELIMIT, "merge: the values of its %zu stacks sum "
+                    "past the 64-bit range (merge fewer profiles)", n);
     r->nseries = m->nseries;
     r->nprofiles = m->nprofiles;
-    if (m->nprofiles > 0) {
+    if (rc == EMBER_OK && m->nprofiles > 0) {
         r->span = m->span;
         rc = merge_span_duration(m, &r->span.duration_ns);
     }
@@ -933,7 +958,10 @@ static int tot_series_start(ember_totals *t, uint32_t series)
     return EMBER_OK;
 }
 
-/* Per-profile sums over the NKEPT stacks KEPT (focus, ignore) only. */
+/* Per-profile sums over the NKEPT stacks KEPT (focus, ignore) only. Each
+** is a part of one profile's values, so it fits (values_check in
+** engine/write.c) and the wrapping add never wraps for what this version
+** writes. */
 static void tot_focus(const em_chunk *c, const em_kept *kept,
                       uint32_t nkept, int64_t *sums)
 {

@@ -326,13 +326,27 @@ static int samples_canon(const em_wtxn *w, const ember_profile *p,
             em_free(s);
             return rc;
         }
-        if (n > 0 && s[n - 1].stack == s[i].stack)
-            s[n - 1].value = em_add_wrap(s[n - 1].value, s[i].value);
+        if (n > 0 && s[n - 1].stack == s[i].stack)  /* fits: values_check */
+            s[n - 1].value += s[i].value;
         else
             s[n++] = s[i];
     }
     *out = s;
     *nout = n;
+    return EMBER_OK;
+}
+
+/* P's values must sum within int64 (em_sum_add; issue 12: repeats were
+** summed wrapping), so that no sum of them, its total or any part, wraps
+** when it is read back. */
+static int values_check(const ember_profile *p, size_t i)
+{
+    int64_t pos = 0, neg = 0;
+
+    for (size_t k = 0; k < p->nsamples; k++)
+        if (!em_sum_add(&pos, &neg, p->samples[k].value))
+            return em_err(EMBER_ELIMIT, "profile %zu: its values sum past "
+                          "the 64-bit range (at sample %zu)", i, k);
     return EMBER_OK;
 }
 
@@ -348,6 +362,8 @@ static int profile_check(const ember_profile *p, size_t i)
         return em_err(EMBER_EINVAL, "profile %zu: samples is NULL", i);
     if (p->nlabels > 0 && p->labels == NULL)
         return em_err(EMBER_EINVAL, "profile %zu: labels is NULL", i);
+    if (values_check(p, i) != EMBER_OK)
+        return EMBER_ELIMIT;
     return em_profile_type_check(p->type);
 }
 
@@ -403,20 +419,37 @@ static int head_update(em_wtxn *w, uint32_t series, int64_t time,
     return head_put(w, series, &h);
 }
 
+/* True when P's samples are already canonical (stack ids strictly rising,
+** each existing), as em_pset_write hands them over: then they are written
+** from where they are, without a copy as big as the profile. */
+static bool samples_canonical(const em_wtxn *w, const ember_profile *p)
+{
+    for (size_t i = 0; i < p->nsamples; i++)
+        if ((i > 0 && p->samples[i].stack <= p->samples[i - 1].stack) ||
+            p->samples[i].stack >= w->c.next[EM_T_STACK])
+            return false;
+    return true;
+}
+
 static int write_profile(em_wtxn *w, const ember_profile *p, size_t i)
 {
     ember_sample *s = NULL;
+    const ember_sample *use = NULL;
     uint32_t series, n = 0;
     int rc = profile_check(p, i);
 
     if (rc == EMBER_OK)
         rc = em_series_intern(w, p->type, p->labels, p->nlabels, &series);
-    if (rc == EMBER_OK)
-        rc = samples_canon(w, p, &s, &n);
+    if (rc == EMBER_OK && samples_canonical(w, p)) {
+        use = p->samples;
+        n = (uint32_t)p->nsamples;
+    } else if (rc == EMBER_OK && (rc = samples_canon(w, p, &s, &n)) == 0) {
+        use = s;
+    }
     if (rc == EMBER_OK)
         rc = head_update(w, series, p->time_ms, n);
     if (rc == EMBER_OK)
-        rc = head_append(w, series, p, s, n);
+        rc = head_append(w, series, p, use, n);
     if (rc == EMBER_OK) {
         w->c.profiles++;
         w->c.samples += n;
@@ -431,7 +464,11 @@ static int write_profile(em_wtxn *w, const ember_profile *p, size_t i)
 ** so the same series gets many profiles in it. Written as they come, each
 ** would be one head chunk (an LMDB put, a head update); kept until commit,
 ** each series' profiles go into one head chunk per head, and the head
-** record is read and written once. */
+** record is read and written once. A large profile gains nothing from the
+** wait and would hold 16 bytes per sample until commit, a third of a big
+** pprof import's peak (issue 12): it is written at once, after what is
+** pending. */
+#define EM_PEND_MAX_SAMPLES 65536
 
 static void pend_free(ember_txn *t)
 {
@@ -997,7 +1034,13 @@ EMBER_API int ember_txn_append(ember_txn *t, const ember_profile *p)
         rc = append_check(&t->w, p);
     if (rc != EMBER_OK)
         return rc;
-    rc = pend_append(t, p);
+    if (p->nsamples < EM_PEND_MAX_SAMPLES) {
+        rc = pend_append(t, p);
+    } else {    /* after what is pending, so each series keeps its order */
+        rc = pend_flush(t);
+        if (rc == EMBER_OK)
+            rc = write_profile(&t->w, p, 0);
+    }
     if (rc != EMBER_OK && rc != EM_EMAPFULL)
         t->failed = true;
     return txn_result(t, rc);

@@ -354,7 +354,8 @@ EMBER_API int ember_iter_next(ember_iter *it, ember_point *p);
 EMBER_API void ember_iter_free(ember_iter *it);
 
 /* A merged profile: each distinct stack with its summed value, ordered by
-** stack id. Values add with two's-complement wrap-around. */
+** stack id. Sums are exact: a merge whose positive or negative values do
+** not sum within int64 fails with EMBER_ELIMIT instead of wrapping. */
 typedef struct ember_merged ember_merged;
 
 EMBER_API int ember_merge(ember_db *db, const ember_selector *sel,

@@ -48,39 +48,34 @@ bool em_is_gzip(const void *buf, size_t len)
     return len >= 2 && p[0] == 0x1f && p[1] == 0x8b;
 }
 
-/* Doubles *OUT (capacity *CAP) up to MAX + 1 bytes; ELIMIT past MAX. */
-static int inflate_grow(uint8_t **out, size_t *cap, uint64_t max)
-{
-    size_t ncap = *cap * 2;
-    uint8_t *np;
+#define INFLATE_SCRATCH (64u << 10)
 
-    if (*cap > max)
-        return em_err(EMBER_ELIMIT, "more than %llu bytes after gunzip "
-                      "(a gzip bomb?)", (unsigned long long)max);
-    if (ncap > max + 1)
-        ncap = (size_t)max + 1;
-    np = em_realloc(*out, ncap + 1);
-    if (np == NULL)
-        return em_err(EMBER_ENOMEM, "out of memory gunzipping (%zu bytes)",
-                      ncap);
-    *out = np;
-    *cap = ncap;
-    return EMBER_OK;
+static int bomb(uint64_t max)
+{
+    return em_err(EMBER_ELIMIT, "more than %llu bytes after gunzip (a gzip "
+                  "bomb?)", (unsigned long long)max);
 }
 
-/* Runs Z over the whole input, member after member, into *OUT. */
-static int inflate_all(z_stream *z, uint8_t **out, size_t *cap, uint64_t max,
-                       size_t *outlen)
+/* Runs Z over the whole input, member after member, into the CAP bytes at
+** DST; *OUTLEN gets the bytes inflated. With COUNT, DST is a scratch that
+** is written over and over, so only the size is learnt: more than MAX is
+** ELIMIT as soon as it is passed. Without, output that outgrows CAP is
+** ELIMIT. */
+static int inflate_run(z_stream *z, uint8_t *dst, size_t cap, bool count,
+                       uint64_t max, size_t *outlen)
 {
-    int zrc = Z_OK, rc;
+    uint64_t total = 0;
+    int zrc;
 
+    z->next_out = dst;
+    z->avail_out = (uInt)cap;
     for (;;) {
         if (z->avail_out == 0) {
-            size_t have = *cap;
-            if ((rc = inflate_grow(out, cap, max)) != EMBER_OK)
-                return rc;
-            z->next_out = *out + have;
-            z->avail_out = (uInt)(*cap - have);
+            total += cap;
+            if (!count || total > max)
+                return bomb(max);
+            z->next_out = dst;
+            z->avail_out = (uInt)cap;
         }
         zrc = inflate(z, Z_NO_FLUSH);
         if (zrc == Z_STREAM_END && z->avail_in > 0) {
@@ -97,10 +92,10 @@ static int inflate_all(z_stream *z, uint8_t **out, size_t *cap, uint64_t max,
                           "gzip stream is damaged (%s)",
                           z->msg != NULL ? z->msg : "zlib error");
     }
-    *outlen = (size_t)(*cap - z->avail_out);
-    if (*outlen > max)
-        return em_err(EMBER_ELIMIT, "more than %llu bytes after gunzip "
-                      "(a gzip bomb?)", (unsigned long long)max);
+    total += cap - z->avail_out;
+    if (total > max)
+        return bomb(max);
+    *outlen = (size_t)total;
     return EMBER_OK;
 }
 
@@ -155,13 +150,18 @@ static bool gunzip_fast(const uint8_t *p, size_t len, uint64_t max,
     return true;
 }
 
+/* The slow path inflates twice: once into a scratch to learn the size
+** (a bomb stops there, having allocated 64 KiB: growing the output as it
+** came reached 1.09 GB before the 1 GiB limit refused it, issue 12), then
+** into a buffer of exactly that size. Only input the fast path does not
+** take comes here: concatenated members, or a trailer that lies. */
 int em_gunzip(const void *buf, size_t len, uint64_t max, void **out,
               size_t *outlen)
 {
     z_stream z = { .zalloc = z_alloc, .zfree = z_free };
     uint8_t *o = NULL;
-    size_t cap = len < 4096 ? 16384 : len * 4;
-    int rc = EMBER_OK;
+    size_t size = 0, got = 0;
+    int rc;
 
     *out = NULL;
     *outlen = 0;
@@ -169,27 +169,38 @@ int em_gunzip(const void *buf, size_t len, uint64_t max, void **out,
         return em_err(EMBER_ELIMIT, "gzip input over 4 GiB");
     if (gunzip_fast(buf, len, max, out, outlen))
         return EMBER_OK;
-    if (cap > max + 1)
-        cap = (size_t)max + 1;
-    o = em_malloc(cap + 1);
-    if (o == NULL)
-        return em_err(EMBER_ENOMEM, "out of memory gunzipping");
-    if (inflateInit2(&z, 15 + 16) != Z_OK) {
-        em_free(o);
+    if (inflateInit2(&z, 15 + 16) != Z_OK)
         return em_err(EMBER_ENOMEM, "gunzip: %s", z.msg ? z.msg : "no memory");
-    }
     z.next_in = (Bytef *)(uintptr_t)buf;
     z.avail_in = (uInt)len;
-    z.next_out = o;
-    z.avail_out = (uInt)cap;
-    rc = inflate_all(&z, &o, &cap, max, outlen);
+    if ((o = em_malloc(INFLATE_SCRATCH)) == NULL)
+        rc = em_err(EMBER_ENOMEM, "out of memory gunzipping");
+    else
+        rc = inflate_run(&z, o, INFLATE_SCRATCH, true, max, &size);
+    em_free(o);
+    o = NULL;
+    if (rc == EMBER_OK && size >= UINT32_MAX)  /* zlib counts room in uInt */
+        rc = em_err(EMBER_ELIMIT, "more than 4 GiB after gunzip");
+    if (rc == EMBER_OK && (o = em_malloc(size + 1)) == NULL)
+        rc = em_err(EMBER_ENOMEM, "out of memory gunzipping (%zu bytes)",
+                    size);
+    if (rc == EMBER_OK && inflateReset(&z) != Z_OK)
+        rc = em_err(EMBER_ENOMEM, "gunzip: cannot restart");
+    if (rc == EMBER_OK) {
+        z.next_in = (Bytef *)(uintptr_t)buf;
+        z.avail_in = (uInt)len;
+        /* one byte over: a stream that ends exactly at the end of its
+        ** room is never taken for one that goes on */
+        rc = inflate_run(&z, o, size + 1, false, size, &got);
+    }
     inflateEnd(&z);
     if (rc != EMBER_OK) {
         em_free(o);
         return rc;
     }
-    o[*outlen] = '\0';
+    o[got] = '\0';
     *out = o;
+    *outlen = got;
     return EMBER_OK;
 }
 
@@ -430,6 +441,7 @@ int em_import(ember_db *db, const void *buf, size_t len,
     if (db == NULL)
         return em_err(EMBER_EINVAL, "import: no database");
     rc = em_decode(buf, len, opts, &s);
+    em_pset_trim(&s);       /* its indexes are a third of it; writing needs none */
     if (rc == EMBER_OK && s.nsamples > 0) {
         rc = ember_txn_begin(db, &txn);
         if (rc == EMBER_OK)
@@ -443,8 +455,10 @@ int em_import(ember_db *db, const void *buf, size_t len,
         out->lines = s.nsamples;
         out->stacks = s.nstacks;
         out->functions = s.nfunctions;
-        for (size_t i = 0; i < s.nsamples; i++)
-            out->total = em_add_wrap(out->total, s.samples[i].value);
+        for (size_t i = 0; i < s.nprofiles; i++)    /* saturating: the */
+            out->total = em_add_sat(out->total,     /* types may differ */
+                                    em_add_sat(s.profiles[i].pos,
+                                               s.profiles[i].neg));
         out->profiles = c.profiles;
         out->samples = c.samples;
         out->bytes = s.bytes_in;

@@ -37,6 +37,10 @@
 #define BATCH_MAX_FILES 4096                /* files per transaction */
 #define BATCH_MAX_BYTES (64ull << 20)       /* decoded input per transaction */
 #define WALK_MAX_DEPTH 64                   /* directories below a path */
+/* A set of more stacks drops its indexes before it is written, a third of
+** its memory at the peak of a big import (docs/ingest.md, "Memory"); a
+** smaller one keeps them for the next file (em_pset_reset). */
+#define TRIM_STACKS (1u << 18)
 
 _Static_assert(EMBER_FORMAT_AUTO == (int)EM_FORMAT_AUTO &&
                EMBER_FORMAT_PPROF == (int)EM_FORMAT_PPROF &&
@@ -405,6 +409,8 @@ static void import_file(import_run *r, const char *path, int fd,
     if (rc == EMBER_OK) {
         r->st.read_bytes += set->bytes_in;
         r->st.read_samples += set->nsamples;
+        if (set->nstacks > TRIM_STACKS)     /* see TRIM_STACKS */
+            em_pset_trim(set);
         rc = batch_add(r, path, set);
     }
     em_pset_reset(set);

@@ -115,7 +115,8 @@ typedef struct em_import_stats {
     uint64_t lines;             /* samples read (collapsed: stack lines) */
     uint64_t stacks;            /* distinct stacks */
     uint64_t functions;         /* distinct functions (collapsed: frame names) */
-    int64_t total;              /* sum of all values (wraps, as merges do) */
+    int64_t total;              /* sum of all values (saturates at the
+                                ** int64 range: it adds up every type) */
     uint64_t profiles;          /* profiles written */
     uint64_t samples;           /* samples written, repeats of a stack in a
                                 ** profile summed */

@@ -6,18 +6,30 @@
 **
 ** Three passes, so that a malformed file adds nothing to the set (only
 ** ENOMEM can stop the third midway; the caller drops the set then):
-**  1. protobuf-c unpacks the whole message into an arena (a few growing
-**     blocks, not an em_malloc per message and string; freed at once). A
-**     failure is located afterwards by walking the top-level fields
-**     (diagnose()).
+**  1. The top-level fields are walked once: the samples stay where they
+**     are in the input, everything else (the symbols, a small part of
+**     most files) is copied out and protobuf-c unpacks it into an arena (a
+**     few growing blocks, not an em_malloc per message and string; freed
+**     at once). A failure is located afterwards by walking the top-level
+**     fields (diagnose()).
 **  2. Everything is checked: string indexes, ids (nonzero, unique; mapped
 **     to array positions by a hash, or directly when they are 1..n in order
 **     as Go writes them), references, value counts, limits, label values.
 **     The ids in the unpacked message are rewritten in place to positions.
-**     Each sample's labels are reduced to a label set id here.
+**     Each sample is unpacked alone into a scratch arena reused for the
+**     next (sample_next()), and its labels are reduced to a label set id.
+**     (Input up to em_pprof_whole_max is unpacked whole instead, as the
+**     cost is small and the speed of small files is what counts there.)
 **  3. What the samples reference is added: mappings, functions and
 **     locations on first use (unreferenced symbols are not kept), then one
-**     stack per sample and one set sample per nonzero value.
+**     stack per sample and one set sample per nonzero value; the samples
+**     are unpacked again one by one (unless unpacked whole).
+**
+** Why samples one by one: unpacked whole, a sample costs some 220 bytes
+** of protobuf-c structures (pointers, arrays, alignment) for its 20 to 30
+** bytes of input, and they were most of an import's peak memory (issue
+** 12: 3.3 GB for a 268 MB file of 10M samples). Unpacking each twice
+** costs less than a tenth of the decode. See docs/ingest.md, "Memory".
 **
 ** Kept: mappings (start, limit, offset, file, build id), functions (name,
 ** system name, file, start line), locations (mapping, address, lines
@@ -76,6 +88,10 @@ typedef Perftools__Profiles__Function pb_function;
 #define ARENA_MIN (4u << 10)         /* the first block: twice the input, */
 #define ARENA_FIRST_MAX (1u << 20)  /* within these bounds, then doubling */
 #define ARENA_STEP_MAX (16u << 20)
+/* Input up to this size is unpacked whole, samples and all (some ten times
+** its size), rather than each sample twice: most files are small, and for
+** them the split and the second unpack cost a twentieth of the import. */
+size_t em_pprof_whole_max = 1u << 20;
 
 /* ---- an arena for protobuf-c -------------------------------------------- */
 
@@ -136,6 +152,19 @@ static void arena_release(arena *a)
         em_free(a->head);
         a->head = next;
     }
+}
+
+/* Empties A for the next message, keeping its newest (largest) block. */
+static void arena_reset(arena *a)
+{
+    if (a->head == NULL)
+        return;
+    while (a->head->next != NULL) {
+        arena_block *next = a->head->next->next;
+        em_free(a->head->next);
+        a->head->next = next;
+    }
+    a->head->used = 0;
 }
 
 /* ---- id maps ------------------------------------------------------------ */
@@ -249,7 +278,17 @@ typedef struct lab {
 typedef struct pctx {
     const char *origin;
     em_import_opts o;
-    pb_profile *p;
+    pb_profile *p;              /* all but the samples (n_sample is 0) */
+    const uint8_t *in;          /* the input, where the samples stay */
+    size_t inlen;
+    size_t nsample;             /* sample fields in it */
+    size_t first;               /* where the first one starts */
+    pb_sample **kept;           /* small input, unpacked whole: its samples
+                                ** (p->sample); NULL: unpack one by one */
+    size_t depth;               /* most locations in one sample */
+    size_t nstk, nfr, nval;     /* stacks, their frames and values pass 3
+                                ** adds at most: em_pset_reserve */
+    arena sa;                   /* the one sample unpacked, reset per sample */
     em_pset *s;
     idmap maps, funcs, locs;
     size_t ntypes;
@@ -301,6 +340,7 @@ static void pctx_free(pctx *c)
     em_free(c->stack);
     em_free(c->extra);
     em_free(c->joined);
+    arena_release(&c->sa);
 }
 
 /* em_calloc of N entries of SIZE, or ENOMEM naming WHAT. */
@@ -428,10 +468,12 @@ static bool sub_ok(arena *a, const struct pb_field *f, const uint8_t *p,
                    size_t n)
 {
     ProtobufCAllocator al = { arena_alloc, arena_nofree, a };
+    bool ok = f->msg == NULL ||
+              protobuf_c_message_unpack(f->msg, &al, n, p) != NULL ||
+              a->failed;
 
-    return f->msg == NULL ||
-           protobuf_c_message_unpack(f->msg, &al, n, p) != NULL ||
-           a->failed;
+    arena_reset(a);     /* a file of millions of samples is probed in turn */
+    return ok;
 }
 
 /* Says in WHY what made protobuf-c refuse B: walks the top-level fields
@@ -509,15 +551,66 @@ static int find_nul_strings(pctx *c, const uint8_t *b, size_t len)
     return rc == EMBER_OK ? rc : em_err_prefix(rc, "%s", c->origin);
 }
 
-/* Unpacks BUF into c->p. */
+#define SAMPLE_KEY ((2u << 3) | 2)     /* field 2, length-delimited */
+
+/* Copies the top-level fields of the LEN bytes at B but the samples into
+** REST, a run of fields at a time (writers put the samples together),
+** counting the samples and noting where the first one is; false when the
+** framing is bad. */
+static bool split_samples(pctx *c, const uint8_t *b, size_t len, em_buf *rest,
+                          int *rc)
+{
+    size_t pos = 0, run = 0;        /* the run of other fields from RUN */
+
+    *rc = EMBER_OK;
+    while (pos < len) {
+        size_t at = pos;
+        const uint8_t *q = b + pos;
+        uint64_t tag, size;
+        if (em_varint_get(&q, b + len, &tag) != 0 || (tag >> 3) == 0)
+            return false;
+        pos = (size_t)(q - b);
+        if (!skip_value(b, len, &pos, (unsigned)(tag & 7), &size))
+            return false;
+        if (tag != SAMPLE_KEY)
+            continue;
+        if (c->nsample++ == 0)
+            c->first = at;
+        if (at > run && (*rc = em_buf_put(rest, b + run, at - run)) != 0)
+            return false;
+        run = pos;
+    }
+    return len == run || (*rc = em_buf_put(rest, b + run, len - run)) == 0;
+}
+
+/* Unpacks BUF but its samples into c->p. */
 static int unpack(pctx *c, arena *a, const void *buf, size_t len)
 {
     ProtobufCAllocator al = { arena_alloc, arena_nofree, a };
+    em_buf rest = { 0 };
     char why[160];
+    int rc;
 
     if (buf == NULL && len > 0)
         return em_err(EMBER_EINVAL, "%s: no input buffer", c->origin);
-    c->p = perftools__profiles__profile__unpack(&al, len, buf);
+    c->in = buf;
+    c->inlen = len;
+    rc = EMBER_OK;
+    if (len <= em_pprof_whole_max) {
+        c->p = perftools__profiles__profile__unpack(&al, len, buf);
+        if (c->p != NULL) {
+            c->nsample = c->p->n_sample;
+            c->kept = c->p->sample;
+        }
+    } else if (split_samples(c, buf, len, &rest, &rc)) {
+        c->p = perftools__profiles__profile__unpack(&al, rest.len,
+                                                    rest.len ? rest.p
+                                                             : (void *)"");
+    }
+    em_buf_free(&rest);
+    if (rc != EMBER_OK)
+        return em_err(rc, "%s: out of memory unpacking %zu bytes of pprof",
+                      c->origin, len);
     if (c->p == NULL && a->failed)
         return em_err(EMBER_ENOMEM, "%s: out of memory unpacking %zu bytes "
                       "of pprof", c->origin, len);
@@ -529,7 +622,7 @@ static int unpack(pctx *c, arena *a, const void *buf, size_t len)
     /* Anything parses as a message of unknown fields only: a PNG, text. */
     if (len > 0 && c->p->base.n_unknown_fields > 0 &&
         c->p->n_string_table == 0 && c->p->n_sample_type == 0 &&
-        c->p->n_sample == 0)
+        c->nsample == 0)
         return em_err(EMBER_EINVAL, "%s: not a valid pprof protobuf (no "
                       "pprof field, %u unknown ones)", c->origin,
                       c->p->base.n_unknown_fields);
@@ -558,9 +651,6 @@ static int check_header(pctx *c)
     if (p->n_string_table > 0 && p->string_table[0][0] != '\0')
         return em_err(EMBER_EINVAL, "%s: string table entry 0 is not empty",
                       c->origin);
-    if (p->n_sample > 0 && p->n_sample_type == 0)
-        return em_err(EMBER_EINVAL, "%s: %zu samples but no sample types",
-                      c->origin, p->n_sample);
     if (p->n_sample_type > EM_PPROF_MAX_TYPES)
         return em_err(EMBER_ELIMIT, "%s: %zu sample types (at most %u)",
                       c->origin, p->n_sample_type, EM_PPROF_MAX_TYPES);
@@ -875,7 +965,7 @@ static int sample_labels(pctx *c, size_t si, const pb_sample *smp)
     if ((rc = set_intern(c, nset, &id)) != EMBER_OK)
         return rc;
     if (c->sample_set == NULL && id != 0 &&
-        (rc = alloc_array(c, &c->sample_set, c->p->n_sample,
+        (rc = alloc_array(c, &c->sample_set, c->nsample,
                           sizeof *c->sample_set, "samples")) != EMBER_OK)
         return rc;
     if (c->sample_set != NULL)
@@ -883,14 +973,44 @@ static int sample_labels(pctx *c, size_t si, const pb_sample *smp)
     return EMBER_OK;
 }
 
-/* Checks sample SI, rewrites its location ids to positions, reduces its
-** labels. */
-static int check_sample(pctx *c, size_t si, pb_sample *smp)
+/* Unpacks the sample after *POS in the input (sample SI; *POS 0: the
+** first) into c->sa, where it lives until the next call; *POS moves past
+** it. Input unpacked whole has it at hand. */
+static int sample_next(pctx *c, size_t *pos, size_t si, pb_sample **out)
 {
-    if (smp->n_value != c->p->n_sample_type)
-        return em_err(EMBER_EINVAL, "%s: sample %zu has %zu values for %zu "
-                      "sample types", c->origin, si, smp->n_value,
-                      c->p->n_sample_type);
+    ProtobufCAllocator al = { arena_alloc, arena_nofree, &c->sa };
+    const uint8_t *b = c->in;
+    uint64_t tag = 0, size = 0;
+    size_t at;
+
+    if (c->kept != NULL) {
+        *out = c->kept[si];
+        return EMBER_OK;
+    }
+    if (*pos == 0)
+        *pos = c->first;
+    do {            /* split_samples checked the framing */
+        const uint8_t *q = b + *pos;
+        at = *pos;
+        (void)em_varint_get(&q, b + c->inlen, &tag);
+        *pos = (size_t)(q - b);
+        (void)skip_value(b, c->inlen, pos, (unsigned)(tag & 7), &size);
+    } while (tag != SAMPLE_KEY);
+    arena_reset(&c->sa);
+    *out = perftools__profiles__sample__unpack(&al, (size_t)size,
+                                               b + *pos - size);
+    if (*out == NULL && c->sa.failed)
+        return em_err(EMBER_ENOMEM, "%s: out of memory unpacking sample %zu",
+                      c->origin, si);
+    if (*out == NULL)
+        return em_err(EMBER_EINVAL, "%s: not a valid pprof protobuf (sample "
+                      "%zu at byte %zu is malformed)", c->origin, si, at);
+    return EMBER_OK;
+}
+
+/* Checks sample SI's stack and rewrites its location ids to positions. */
+static int sample_locations(pctx *c, size_t si, pb_sample *smp)
+{
     if (smp->n_location_id > EM_PSET_MAX_DEPTH)
         return em_err(EMBER_ELIMIT, "%s: sample %zu has %zu locations (at "
                       "most %u in one stack)", c->origin, si,
@@ -902,6 +1022,36 @@ static int check_sample(pctx *c, size_t si, pb_sample *smp)
                           "location %" PRIu64, c->origin, si,
                           smp->location_id[k]);
         smp->location_id[k] = (uint64_t)pos;
+    }
+    return EMBER_OK;
+}
+
+/* Checks sample SI, rewrites its location ids to positions, reduces its
+** labels. */
+static int check_sample(pctx *c, size_t si, pb_sample *smp)
+{
+    size_t nz = 0;
+    int rc;
+
+    /* Here, not with the header: a sample that does not unpack is named
+    ** first, as when the samples were unpacked with the rest. */
+    if (c->p->n_sample_type == 0)
+        return em_err(EMBER_EINVAL, "%s: %zu samples but no sample types",
+                      c->origin, c->nsample);
+    if (smp->n_value != c->p->n_sample_type)
+        return em_err(EMBER_EINVAL, "%s: sample %zu has %zu values for %zu "
+                      "sample types", c->origin, si, smp->n_value,
+                      c->p->n_sample_type);
+    if ((rc = sample_locations(c, si, smp)) != EMBER_OK)
+        return rc;
+    if (smp->n_location_id > c->depth)
+        c->depth = smp->n_location_id;
+    for (size_t t = 0; t < smp->n_value; t++)
+        nz += smp->value[t] != 0;
+    if (nz > 0) {               /* pass 3 adds its stack and NZ samples */
+        c->nval += nz;
+        c->nstk++;
+        c->nfr += smp->n_location_id;
     }
     return smp->n_label > 0 ? sample_labels(c, si, smp) : EMBER_OK;
 }
@@ -917,8 +1067,11 @@ static int check_samples(pctx *c)
         return em_err_prefix(rc, "%s", c->origin);
     if ((rc = set_intern(c, 0, &(uint32_t){ 0 })) != EMBER_OK)
         return rc;
-    for (size_t i = 0; i < c->p->n_sample && rc == EMBER_OK; i++)
-        rc = check_sample(c, i, c->p->sample[i]);
+    for (size_t i = 0, pos = 0; i < c->nsample && rc == EMBER_OK; i++) {
+        pb_sample *smp;
+        if ((rc = sample_next(c, &pos, i, &smp)) == EMBER_OK)
+            rc = check_sample(c, i, smp);
+    }
     return rc;
 }
 
@@ -1069,15 +1222,12 @@ static int add_profile(pctx *c, uint32_t set, size_t t, uint32_t *idx)
 static int add_prepare(pctx *c)
 {
     const pb_profile *p = c->p;
-    size_t depth = 1;
+    size_t depth = c->depth > 0 ? c->depth : 1;
     int rc;
 
     if (c->ntypes > 0 && c->nsets > SIZE_MAX / sizeof *c->prof / c->ntypes)
         return em_err(EMBER_ENOMEM, "%s: %zu label sets of %zu types",
                       c->origin, c->nsets, c->ntypes);
-    for (size_t i = 0; i < p->n_sample; i++)
-        if (p->sample[i]->n_location_id > depth)
-            depth = p->sample[i]->n_location_id;
     rc = alloc_array(c, &c->map_idx, p->n_mapping, sizeof *c->map_idx,
                      "mappings");
     if (rc == EMBER_OK)
@@ -1097,6 +1247,9 @@ static int add_prepare(pctx *c)
     if (rc == EMBER_OK)
         rc = alloc_array(c, &c->joined, EM_PSET_MAX_LABELS + c->o.nlabels,
                          sizeof *c->joined, "labels");
+    if (rc == EMBER_OK &&
+        (rc = em_pset_reserve(c->s, c->nstk, c->nfr, c->nval)) != EMBER_OK)
+        rc = em_err_prefix(rc, "%s", c->origin);
     return rc;
 }
 
@@ -1106,11 +1259,16 @@ static int add_samples(pctx *c)
 {
     int rc = add_prepare(c);
 
-    for (size_t i = 0; i < c->p->n_sample && rc == EMBER_OK; i++) {
-        const pb_sample *smp = c->p->sample[i];
+    for (size_t i = 0, pos = 0; i < c->nsample && rc == EMBER_OK; i++) {
+        pb_sample *smp;
         uint32_t set = c->sample_set != NULL ? c->sample_set[i] : 0;
         uint32_t stack = 0, prof;
         bool have_stack = false;
+        if (c->kept != NULL)       /* its location ids are positions */
+            smp = c->kept[i];
+        else if ((rc = sample_next(c, &pos, i, &smp)) != EMBER_OK ||
+                 (rc = sample_locations(c, i, smp)) != EMBER_OK)
+            break;
         for (size_t t = 0; t < c->ntypes && rc == EMBER_OK; t++) {
             if (smp->value[t] == 0)
                 continue;
@@ -1131,7 +1289,7 @@ static int add_samples(pctx *c)
 int em_pprof_decode(const void *buf, size_t len, const em_import_opts *opts,
                     em_pset *out)
 {
-    pctx c = { 0 };
+    pctx c = { .sa = { NULL, ARENA_MIN, false } };
     arena a = { NULL, len < ARENA_MIN / 2 ? ARENA_MIN
                       : len > ARENA_FIRST_MAX / 2 ? ARENA_FIRST_MAX : 2 * len,
                 false };

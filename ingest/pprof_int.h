@@ -24,6 +24,11 @@
 int em_pprof_types(const Perftools__Profiles__Profile *p, const char *origin,
                    const char *name, em_buf *buf, size_t *offs);
 
+/* Input of at most this many bytes (default 1 MiB) is unpacked whole;
+** larger input sample by sample, straight from the input (pprof_in.c).
+** A knob for tests, which run every case both ways. */
+extern size_t em_pprof_whole_max;
+
 /* P's string I, or "" for 0 and anything out of range. */
 const char *em_pprof_str(const Perftools__Profiles__Profile *p, int64_t i);
 

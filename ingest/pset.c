@@ -5,6 +5,7 @@
 ** content). Strings and label arrays live in an arena of blocks that is
 ** freed at once, so a decoder's thousands of small copies cost no frees.
 */
+#include <inttypes.h>
 #include <stdlib.h>
 
 #include "engine/engine.h"
@@ -404,12 +405,61 @@ int em_pset_stack(em_pset *s, const uint32_t *locs, size_t n, uint32_t *idx)
         return rc;
     if ((rc = pool_append(s, locs, n)) != EMBER_OK)
         return rc;
-    s->stacks[s->nstacks] = (em_pset_stack_ent){ s->npool - n, n, h };
+    s->stacks[s->nstacks] = (em_pset_stack_ent){ s->npool - n, (uint32_t)n };
     if (n > s->max_depth)
         s->max_depth = n;
     *idx = (uint32_t)s->nstacks++;
     index_take(slot, h, *idx);
     return EMBER_OK;
+}
+
+/* Grows *P (capacity *CAP, COUNT used) to exactly COUNT + MORE entries. */
+static int array_exact(void **p, size_t *cap, size_t count, size_t more,
+                       size_t size, const char *what)
+{
+    void *np;
+
+    if (more > PSET_MAX_ENTRIES - count)
+        return em_err(EMBER_ELIMIT, "more than %zu %s in one input",
+                      PSET_MAX_ENTRIES, what);
+    if (count + more <= *cap)
+        return EMBER_OK;
+    if (count + more > SIZE_MAX / size ||
+        (np = em_realloc(*p, (count + more) * size)) == NULL)
+        return em_err(EMBER_ENOMEM, "out of memory for %zu %s", count + more,
+                      what);
+    *p = np;
+    *cap = count + more;
+    return EMBER_OK;
+}
+
+int em_pset_reserve(em_pset *s, size_t nstacks, size_t nframes,
+                    size_t nsamples)
+{
+    int rc = array_exact((void **)&s->stacks, &s->cap_stacks, s->nstacks,
+                         nstacks, sizeof *s->stacks, "stacks");
+
+    if (rc == EMBER_OK && nframes > SIZE_MAX / sizeof *s->pool - s->npool)
+        rc = em_err(EMBER_ENOMEM, "out of memory for %zu stack frames",
+                    nframes);
+    if (rc == EMBER_OK && s->npool + nframes > s->cap_pool) {
+        uint32_t *np = em_realloc(s->pool, (s->npool + nframes) *
+                                           sizeof *np);
+        if (np == NULL)
+            return em_err(EMBER_ENOMEM, "out of memory for %zu stack frames",
+                          s->npool + nframes);
+        s->pool = np;
+        s->cap_pool = s->npool + nframes;
+    }
+    if (rc == EMBER_OK)
+        rc = array_exact((void **)&s->samples, &s->cap_samples, s->nsamples,
+                         nsamples, sizeof *s->samples, "samples");
+    /* each call doubles once; on an index still empty that costs little */
+    while (rc == EMBER_OK && nstacks > 0 &&
+           (s->stack_index.slots == NULL ||
+            (s->nstacks + nstacks) * 2 > s->stack_index.mask + 1))
+        rc = index_reserve(s, &s->stack_index, s->nstacks + nstacks - 1);
+    return rc;
 }
 
 /* ---- profiles and samples -------------------------------------------------- */
@@ -518,15 +568,20 @@ long em_pset_profile_find(const em_pset *s, const char *type,
 int em_pset_sample(em_pset *s, uint32_t profile, uint32_t stack,
                    int64_t value)
 {
+    em_pset_profile *pr;
     int rc;
 
     if (profile >= s->nprofiles || stack >= s->nstacks)
         return em_err(EMBER_EINVAL, "sample: profile %u or stack %u does not "
                       "exist", profile, stack);
+    pr = &s->profiles[profile];
+    if (!em_sum_add(&pr->pos, &pr->neg, value))
+        return em_err(EMBER_ELIMIT, "the values of profile %s sum past the "
+                      "64-bit range (value %" PRId64 ")", pr->type, value);
     if ((rc = RESERVE(s, samples, nsamples, cap_samples, "samples")) != 0)
         return rc;
     s->samples[s->nsamples++] = (em_pset_sample_ent){ profile, stack, value };
-    s->profiles[profile].nsamples++;
+    pr->nsamples++;
     return EMBER_OK;
 }
 
@@ -717,8 +772,9 @@ typedef struct pset_ids {
     uint32_t *mappings, *functions, *locs, *stacks;
     ember_line *lines;
     uint32_t *frame;
-    ember_sample *samples;      /* every sample, grouped by profile */
+    uint32_t *order;            /* sample indexes, grouped by profile */
     size_t *first;              /* [nprofiles + 1] group starts */
+    ember_sample *samples;      /* one profile's, in database stack ids */
 } pset_ids;
 
 static void ids_free(pset_ids *w)
@@ -729,23 +785,33 @@ static void ids_free(pset_ids *w)
     em_free(w->stacks);
     em_free(w->lines);
     em_free(w->frame);
+    em_free(w->order);
     em_free(w->samples);
     em_free(w->first);
 }
 
+/* The scratch of one write. Samples are grouped through 4-byte indexes
+** and copied one profile at a time: a grouped copy of them all was 16
+** bytes per sample more at the peak of a big import (issue 12). */
 static int ids_alloc(pset_ids *w, const em_pset *s)
 {
+    size_t most = 0;
+
+    for (size_t i = 0; i < s->nprofiles; i++)
+        if (s->profiles[i].nsamples > most)
+            most = s->profiles[i].nsamples;
     w->mappings = em_malloc((s->nmappings + 1) * sizeof *w->mappings);
     w->functions = em_malloc((s->nfunctions + 1) * sizeof *w->functions);
     w->locs = em_malloc((s->nlocs + 1) * sizeof *w->locs);
     w->stacks = em_malloc((s->nstacks + 1) * sizeof *w->stacks);
     w->lines = em_malloc(EM_PSET_MAX_LINES * sizeof *w->lines);
     w->frame = em_malloc((s->max_depth + 1) * sizeof *w->frame);
-    w->samples = em_malloc((s->nsamples + 1) * sizeof *w->samples);
+    w->order = em_malloc((s->nsamples + 1) * sizeof *w->order);
+    w->samples = em_malloc((most + 1) * sizeof *w->samples);
     w->first = em_malloc((s->nprofiles + 1) * sizeof *w->first);
     if (w->mappings == NULL || w->functions == NULL || w->locs == NULL ||
         w->stacks == NULL || w->lines == NULL || w->frame == NULL ||
-        w->samples == NULL || w->first == NULL)
+        w->order == NULL || w->samples == NULL || w->first == NULL)
         return em_err(EMBER_ENOMEM, "out of memory writing %zu stacks and "
                       "%zu samples", s->nstacks, s->nsamples);
     return EMBER_OK;
@@ -787,31 +853,42 @@ static int sample_cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Groups the samples by profile (a counting sort), in database stack ids. */
+/* Groups the sample indexes by profile (a counting sort). */
 static void group_samples(const em_pset *s, pset_ids *w)
 {
     memset(w->first, 0, (s->nprofiles + 1) * sizeof *w->first);
     for (size_t i = 0; i < s->nprofiles; i++)
         w->first[i + 1] = w->first[i] + s->profiles[i].nsamples;
-    for (size_t i = 0; i < s->nsamples; i++) {
-        const em_pset_sample_ent *x = &s->samples[i];
-        w->samples[w->first[x->profile]++] =
-            (ember_sample){ w->stacks[x->stack], x->value };
-    }
+    for (size_t i = 0; i < s->nsamples; i++)
+        w->order[w->first[s->samples[i].profile]++] = (uint32_t)i;
     for (size_t i = s->nprofiles; i > 0; i--)    /* back to group starts */
         w->first[i] = w->first[i - 1];
     w->first[0] = 0;
 }
 
+/* Copies profile P's samples into w->samples, in database stack ids. */
+static void profile_samples(const em_pset *s, pset_ids *w, size_t p)
+{
+    for (size_t i = w->first[p], k = 0; i < w->first[p + 1]; i++, k++) {
+        const em_pset_sample_ent *x = &s->samples[w->order[i]];
+        w->samples[k] = (ember_sample){ w->stacks[x->stack], x->value };
+    }
+}
+
 /* Sorts the N samples at P by stack and sums repeats; returns the count. */
 static size_t samples_sum(ember_sample *p, size_t n)
 {
-    size_t k = 0;
+    size_t k = 0, i = 1;
 
-    qsort(p, n, sizeof *p, sample_cmp);
-    for (size_t i = 0; i < n; i++) {
+    /* A pprof's stacks are new in sample order, so their ids mostly rise
+    ** already; glibc's qsort would copy them all to sort (issue 12). */
+    while (i < n && p[i - 1].stack <= p[i].stack)
+        i++;
+    if (i < n)
+        qsort(p, n, sizeof *p, sample_cmp);
+    for (i = 0; i < n; i++) {
         if (k > 0 && p[k - 1].stack == p[i].stack)
-            p[k - 1].value = em_add_wrap(p[k - 1].value, p[i].value);
+            p[k - 1].value += p[i].value;   /* fits: em_pset_sample */
         else
             p[k++] = p[i];
     }
@@ -840,12 +917,12 @@ static int write_profiles(ember_txn *txn, const em_pset *s, pset_ids *w,
                              .labels = p->labels, .nlabels = p->nlabels,
                              .time_ms = p->time_ms,
                              .duration_ns = p->duration_ns,
-                             .period = p->period,
-                             .samples = w->samples + w->first[i] };
+                             .period = p->period, .samples = w->samples };
         int rc;
         if (p->nsamples == 0)
             continue;
-        ep.nsamples = samples_sum(w->samples + w->first[i], p->nsamples);
+        profile_samples(s, w, i);
+        ep.nsamples = samples_sum(w->samples, p->nsamples);
         if ((rc = ember_txn_append(txn, &ep)) != EMBER_OK ||
             (rc = note_split(txn, s, p)) != EMBER_OK)
             return rc;

@@ -44,10 +44,11 @@ typedef struct em_pset_loc {
     uint64_t hash;
 } em_pset_loc;
 
-/* A stack: pool[off .. off+n) location indexes of the set, LEAF FIRST. */
+/* A stack: pool[off .. off+n) location indexes of the set, LEAF FIRST.
+** (Its hash is kept in the index only: 16 bytes, not 24, per stack.) */
 typedef struct em_pset_stack_ent {
-    size_t off, n;
-    uint64_t hash;
+    size_t off;
+    uint32_t n;
 } em_pset_stack_ent;
 
 /* One sample: a stack index of the set and a value, for profile PROFILE. */
@@ -65,6 +66,8 @@ typedef struct em_pset_profile {
     size_t nlabels;
     int64_t time_ms, duration_ns, period;
     uint64_t nsamples;          /* samples added for it */
+    int64_t pos, neg;           /* its positive and negative values summed:
+                                ** each within int64 (em_pset_sample) */
 } em_pset_profile;
 
 /* An open-addressing index over an array of the caller's (ingest/hindex.c):
@@ -145,7 +148,16 @@ int em_pset_profile_add(em_pset *s, const char *type,
 long em_pset_profile_find(const em_pset *s, const char *type,
                           const ember_label *labels, size_t n);
 
-/* Adds VALUE for stack STACK to profile PROFILE. Repeats sum when written. */
+/* Makes room for NSTACKS more stacks of NFRAMES locations in all and
+** NSAMPLES more samples: a decoder that knows its counts (pprof) grows each
+** array once, to its size, where doubling could overshoot by almost half
+** at the peak. EMBER_OK, ENOMEM or ELIMIT. */
+int em_pset_reserve(em_pset *s, size_t nstacks, size_t nframes,
+                    size_t nsamples);
+
+/* Adds VALUE for stack STACK to profile PROFILE. Repeats sum when written.
+** EMBER_ELIMIT when the profile's positive or negative values no longer
+** sum within int64 (then no sum of them may be stored or read exactly). */
 int em_pset_sample(em_pset *s, uint32_t profile, uint32_t stack,
                    int64_t value);
 

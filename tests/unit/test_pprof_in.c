@@ -26,6 +26,7 @@
 #include "engine/engine.h"
 #include "ingest/ingest.h"
 #include "ingest/ingest_int.h"
+#include "ingest/pprof_int.h"
 #include "ingest/pset.h"
 #include "proto/profile.pb-c.h"
 
@@ -1402,5 +1403,11 @@ int main(void)
         cmocka_unit_test(test_oom),
         cmocka_unit_test(test_scale),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    int failed = cmocka_run_group_tests_name("unpacked whole", tests, NULL,
+                                             NULL);
+
+    /* again with every input taken sample by sample, as big files are */
+    em_pprof_whole_max = 0;
+    return failed + cmocka_run_group_tests_name("sample by sample", tests,
+                                                NULL, NULL);
 }

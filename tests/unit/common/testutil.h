@@ -53,4 +53,11 @@ typedef struct tu_out {
 void tu_out_open(tu_out *o);
 void tu_out_close(tu_out *o);
 
+/* A pprof (not gzip'd) of NSAMPLES samples, each a stack of DEPTH (1..64)
+** locations drawn from NLOCS (one function each) by a generator seeded
+** with SEED, and two values (samples/count, cpu/nanoseconds); written
+** straight in the wire format. malloc'd; *LEN gets its size. */
+uint8_t *tu_pprof_synth(uint64_t nsamples, uint32_t nlocs, uint32_t depth,
+                        uint64_t seed, size_t *len);
+
 #endif
