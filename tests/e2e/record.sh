@@ -139,10 +139,13 @@ for line in open(sys.argv[1]):
 collapsed() { $EMBER query -d "$1" -o collapsed "$2"; }
 # total FILE: the sum of the values of collapsed lines
 total() { awk '{ t += $NF } END { print t + 0 }' "$1"; }
-# leafshare FILE NAME: percent of the value whose leaf frame is NAME
+# leafshare FILE NAME: percent of the value whose stack holds NAME, a leaf
+# user function: kernel frames above it (an interrupt, a preemption on a
+# busy machine) still charge the sample to it, as perf's user view does
 leafshare() {
   awk -v leaf="$2" '{ v = $NF; s = $0; sub(/ [^ ]+$/, "", s);
-    n = split(s, f, ";"); t += v; if (f[n] == leaf) h += v }
+    n = split(s, f, ";"); t += v;
+    for (i = n; i > 0; i--) if (f[i] == leaf) { h += v; break } }
     END { printf "%.1f\n", t ? 100 * h / t : 0 }' "$1"
 }
 # within A B TOL: |A - B| <= TOL
