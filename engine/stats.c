@@ -104,6 +104,7 @@ static int stats_fill(ember_db *db, ember_stats *out)
     out->chunk_bytes = c.chunk_bytes;
     out->chunks -= out->head_chunks;
     out->format_version = EM_FORMAT_VERSION;
+    out->lockless = db->nolock;
     file_stats(db, out);
     cache_stats(db, out);
     return EMBER_OK;

@@ -576,6 +576,10 @@ typedef struct ember_stats {
     ** it answered and did not, since the open; what it holds now. */
     uint64_t cache_hits, cache_misses;
     uint64_t cache_bytes, cache_entries;
+    int lockless;               /* 1: opened read-only without lock.mdb,
+                                ** which this user may not write: a writer
+                                ** working meanwhile may change what this
+                                ** handle reads (docs/getting-started.md) */
 } ember_stats;
 
 EMBER_API int ember_stats_get(ember_db *db, ember_stats *out);

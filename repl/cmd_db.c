@@ -30,6 +30,9 @@ static void stats_print(const ember_stats *s)
     printf("file bytes        %llu (%.2f per sample)\n",
            (unsigned long long)s->file_bytes, per(s->file_bytes, s->samples));
     printf("used bytes        %llu\n", (unsigned long long)s->used_bytes);
+    if (s->lockless)
+        printf("lock              none: read-only, lock.mdb is not "
+               "writable by this user\n");
     printf("\n%-10s %12s %14s\n", "table", "entries", "bytes");
     for (unsigned i = 0; i < s->ntables; i++)
         printf("%-10s %12llu %14llu\n", s->tables[i].name,

@@ -40,8 +40,13 @@ as_nobody "$EMBER" query -d "$db" -o collapsed '{service="demo"}' \
   > "$tmp/out" 2> "$tmp/err" || fail "query as nobody: $(cat "$tmp/err")"
 LC_ALL=C sort "$tmp/out" > "$tmp/got"
 cmp -s "$tmp/want" "$tmp/got" || fail "query as nobody answers differently"
-as_nobody "$EMBER" stats -d "$db" > /dev/null 2> "$tmp/err" ||
+as_nobody "$EMBER" stats -d "$db" > "$tmp/stats" 2> "$tmp/err" ||
   fail "stats as nobody: $(cat "$tmp/err")"
+# ... and says that it reads without the lock, which root's does not
+grep -q '^lock  *none: read-only' "$tmp/stats" ||
+  fail "stats as nobody does not say it reads without the lock"
+"$EMBER" stats -d "$db" | grep -q '^lock ' &&
+  fail "stats as root says it reads without the lock"
 as_nobody "$EMBER" verify -d "$db" > /dev/null 2> "$tmp/err" ||
   fail "verify as nobody: $(cat "$tmp/err")"
 
