@@ -11,7 +11,10 @@
 ** both sides of a diff) by resolving the union of their stacks once and
 ** copying each group's frames from it, so a stack shared by thirteen pods
 ** costs one lookup, not thirteen; then the remaining stack filters run in
-** order on the resolved stacks. Groups of a merge by are found from the
+** order on the resolved stacks. Each group keeps the total it had before
+** its first focus or ignore (pprof's -top percentages are of it): from the
+** engine's stored per-profile totals when the engine applied the filter,
+** else summed just before filtering. Groups of a merge by are found from the
 ** selected series' labels once; each group's merge is handed its series
 ** ids, so no matcher runs twice. `@ T` without a range picks per source
 ** (the series' labels without those an import took from a file's content)
@@ -446,13 +449,22 @@ static int whole_add(ectx *e, const ember_selector *sel, int64_t *whole)
     return EMBER_OK;
 }
 
-/* Adds SEL's profiles to the reader's merge and, when the engine applies a
-** focus or an ignore, their total before it to *WHOLE. */
+/* True when the engine applies a focus or an ignore to SEL and the total
+** before them is wanted (pprof output, EM_QUERY_IDS_ONLY, shows no
+** percentages). */
+static bool whole_wanted(const ectx *e, const ember_selector *sel)
+{
+    return (sel->focus != NULL || sel->ignore != NULL) &&
+           (e->flags & EM_QUERY_IDS_ONLY) == 0;
+}
+
+/* Adds SEL's profiles to the reader's merge and, if whole_wanted, their
+** total before the engine's focus and ignore to *WHOLE. */
 static int merge_add(ectx *e, const ember_selector *sel, int64_t *whole)
 {
     int rc = em_reader_merge_add(e->rd, sel);
 
-    if (rc == EMBER_OK && (sel->focus != NULL || sel->ignore != NULL))
+    if (rc == EMBER_OK && whole_wanted(e, sel))
         rc = whole_add(e, sel, whole);
     return rc;
 }
@@ -689,7 +701,7 @@ static int group_remerge(wgroup *g)
 /* Takes the reader's merge as a new group of S with a copy of LABELS (not
 ** resolved yet: see groups_resolve). KEEP_EMPTY keeps a group that merged
 ** no profile (a plain merge always answers). WHOLE: the merge's total
-** before the engine's focus and ignore (NULL: the engine applied none). */
+** before the engine's focus and ignore (NULL: none, or not wanted). */
 static int chain_take(ectx *e, gset *s, const ember_label *labels,
                       size_t nlabels, bool keep_empty, const int64_t *whole)
 {
@@ -814,8 +826,7 @@ static int chain_grouped(ectx *e, const em_pchain *ch,
     ember_label *keys = NULL, *glabels = NULL;
     uint32_t *nids = NULL;
     int64_t *ntimes = NULL, whole = 0;
-    const int64_t *pushed = view->focus != NULL || view->ignore != NULL ?
-                            &whole : NULL;
+    const int64_t *pushed = whole_wanted(e, view) ? &whole : NULL;
     size_t nn = 0, ng = 0;
     int rc = em_reader_series(e->rd, view, &set);
 
@@ -865,8 +876,8 @@ static int chain_merge(ectx *e, const em_pchain *ch, gset *s)
     if (ch->grouping != EM_GROUP_NONE || ch->sel.nearest)
         rc = chain_grouped(e, ch, &view, s);
     else if ((rc = merge_add(e, &view, &whole)) == EMBER_OK)
-        rc = chain_take(e, s, NULL, 0, true, view.focus != NULL ||
-                        view.ignore != NULL ? &whole : NULL);
+        rc = chain_take(e, s, NULL, 0, true,
+                        whole_wanted(e, &view) ? &whole : NULL);
     return rc;
 }
 

@@ -582,7 +582,8 @@ static const char svg_script[] =
     " hits.sort(function(a,b){return a.x-b.x;});\n"
     " hits.forEach(function(f){var s=Math.max(f.x,end),e=f.x+f.w;"
     "if(e>s){cov+=e-s;end=e;}});\n"
-    " $(\"matched\").textContent=term?\"Matched: \"+(100*cov/FW).toFixed(2)"
+    " $(\"matched\").textContent=term?\"Matched: \"+"
+    "(100*cov/FW*SHARE).toFixed(2)"
     "+\"% (\"+hits.length+\" frames)\":\" \";\n"
     " return hits.length;\n"
     "}\n"
@@ -663,9 +664,11 @@ static void put_controls(const svg *s, int64_t height)
 
 static void put_tail(const svg *s)
 {
-    fprintf(s->f, "<script><![CDATA[\nvar FW=%d,PAD=%d,TPAD=%d,CHARW=%d;\n"
-            "%s]]></script>\n</svg>\n", FRAME_MW, SVG_PAD, TEXT_PAD_M,
-            CHAR_M, svg_script);
+    /* SHARE: the root's part of the total percentages are of */
+    fprintf(s->f, "<script><![CDATA[\nvar FW=%d,PAD=%d,TPAD=%d,CHARW=%d,"
+            "SHARE=%.6g;\n%s]]></script>\n</svg>\n", FRAME_MW, SVG_PAD,
+            TEXT_PAD_M, CHAR_M, s->pct_total > 0 ? (double)s->total /
+            (double)s->pct_total : 1.0, svg_script);
 }
 
 static void write_svg(const svg *s)

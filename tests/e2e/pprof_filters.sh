@@ -6,10 +6,11 @@
 # percentages and the "(inline)" marks) and the "Showing nodes accounting
 # for X, Y% of Z total" line, whose Z is the whole profile's total for
 # focus and ignore too (pprof computes the total before those filters, and
-# so does Ember, pushed into the engine or not). The query names the type by its short name,
-# `cpu`, as -sample_index=cpu does. The patterns avoid source file and
-# mapping names, which pprof matches too and Ember does not
-# (docs/query-language.md, 4.1). Without go the test fails.
+# so does Ember, pushed into the engine or not); then filters combined.
+# The query names the type by its short name, `cpu`, as -sample_index=cpu
+# does. The patterns avoid source file and mapping names, which pprof
+# matches too and Ember does not (docs/query-language.md, 4.1). Without go
+# the test fails.
 set -eu
 EMBER=${EMBER:-build/ember}
 BUILD=${BUILD:-build}
