@@ -11,7 +11,10 @@
 ** both sides of a diff) by resolving the union of their stacks once and
 ** copying each group's frames from it, so a stack shared by thirteen pods
 ** costs one lookup, not thirteen; then the remaining stack filters run in
-** order on the resolved stacks. Groups of a merge by are found from the
+** order on the resolved stacks. Each group keeps the total it had before
+** its first focus or ignore (pprof's -top percentages are of it): from the
+** engine's stored per-profile totals when the engine applied the filter,
+** else summed just before filtering. Groups of a merge by are found from the
 ** selected series' labels once; each group's merge is handed its series
 ** ids, so no matcher runs twice. `@ T` without a range picks per source
 ** (the series' labels without those an import took from a file's content)
@@ -42,6 +45,9 @@ typedef struct wgroup {
     bool filtered;                  /* merged no longer matches prof */
     bool reframed;                  /* hide or show changed frames: no
                                     ** merged can stand for prof */
+    bool has_whole;                 /* focus or ignore removed stacks */
+    int64_t whole;                  /* the total before they did, which
+                                    ** percentages are of (see whole_add) */
     uint64_t nseries, nprofiles;
 } wgroup;
 
@@ -418,9 +424,54 @@ static int nearest_times(ectx *e, const ember_selector *sel,
     return rc;
 }
 
+/* Adds to *WHOLE what SEL selects before its focus and ignore, from the
+** per-profile totals the engine stores (no stack is read), since pprof
+** takes the total its percentages are of before -focus and -ignore. The
+** stored totals sum signed values where a renderer sums |value|: the two
+** differ only for a profile with negative samples. */
+static int whole_add(ectx *e, const ember_selector *sel, int64_t *whole)
+{
+    ember_selector all = *sel;
+    ember_totals *t = NULL;
+    int rc;
+
+    all.focus = all.ignore = NULL;
+    if ((rc = em_reader_totals(e->rd, &all, &t)) != EMBER_OK)
+        return rc;
+    for (size_t i = 0; i < ember_totals_count(t); i++) {
+        const int64_t *v;
+        size_t n;
+        ember_totals_series(t, i, NULL, NULL, &v, &n);
+        for (size_t k = 0; k < n; k++)
+            *whole = em_add_wrap(*whole, v[k]);
+    }
+    ember_totals_free(t);
+    return EMBER_OK;
+}
+
+/* True when the engine applies a focus or an ignore to SEL and the total
+** before them is wanted (pprof output, EM_QUERY_IDS_ONLY, shows no
+** percentages). */
+static bool whole_wanted(const ectx *e, const ember_selector *sel)
+{
+    return (sel->focus != NULL || sel->ignore != NULL) &&
+           (e->flags & EM_QUERY_IDS_ONLY) == 0;
+}
+
+/* Adds SEL's profiles to the reader's merge and, if whole_wanted, their
+** total before the engine's focus and ignore to *WHOLE. */
+static int merge_add(ectx *e, const ember_selector *sel, int64_t *whole)
+{
+    int rc = em_reader_merge_add(e->rd, sel);
+
+    if (rc == EMBER_OK && whole_wanted(e, sel))
+        rc = whole_add(e, sel, whole);
+    return rc;
+}
+
 /* Adds series ID's profiles at exactly time T to the reader's merge. */
 static int merge_add_at(ectx *e, const ember_selector *base, uint32_t id,
-                        int64_t t)
+                        int64_t t, int64_t *whole)
 {
     ember_selector one = { .sz = sizeof one, .focus = base->focus,
                            .ignore = base->ignore, .series = &id,
@@ -428,7 +479,7 @@ static int merge_add_at(ectx *e, const ember_selector *base, uint32_t id,
 
     if (t == 0)             /* [0, 0] would mean all time to the engine */
         one.from_ms = -1;
-    return em_reader_merge_add(e->rd, &one);
+    return merge_add(e, &one, whole);
 }
 
 /* ---- working groups --------------------------------------------------------------- */
@@ -579,6 +630,21 @@ static int filter_frames(wgroup *g, const em_regex *re, bool show)
     return EMBER_OK;
 }
 
+/* Notes G's total before its first focus or ignore, as the renderers sum
+** it (|value|; hide and show keep every value). A diff is left out: its
+** renderers show changes against the base, not shares of a total. */
+static void group_whole(wgroup *g)
+{
+    uint64_t sum = 0;
+
+    if (g->has_whole || g->prof.diff)
+        return;
+    for (size_t i = 0; i < g->prof.nstacks; i++)
+        sum += em_abs64(g->prof.stacks[i].value);
+    g->whole = (int64_t)sum;            /* wraps as render_top's sum does */
+    g->has_whole = true;
+}
+
 /* Applies the filters the engine did not apply, in order. */
 static int group_filter(wgroup *g, const em_pop *ops, size_t nops)
 {
@@ -588,10 +654,12 @@ static int group_filter(wgroup *g, const em_pop *ops, size_t nops)
         /* a top keeps every stack: it only limits rows (top_limit) */
         if (ops[i].pushed || ops[i].op == EM_OP_TOP)
             continue;
-        if (ops[i].op == EM_OP_HIDE || ops[i].op == EM_OP_SHOW)
+        if (ops[i].op == EM_OP_HIDE || ops[i].op == EM_OP_SHOW) {
             rc = filter_frames(g, ops[i].re, ops[i].op == EM_OP_SHOW);
-        else
+        } else {
+            group_whole(g);
             rc = filter_regex(g, ops[i].re, ops[i].op == EM_OP_FOCUS);
+        }
     }
     return rc;
 }
@@ -632,9 +700,10 @@ static int group_remerge(wgroup *g)
 
 /* Takes the reader's merge as a new group of S with a copy of LABELS (not
 ** resolved yet: see groups_resolve). KEEP_EMPTY keeps a group that merged
-** no profile (a plain merge always answers). */
+** no profile (a plain merge always answers). WHOLE: the merge's total
+** before the engine's focus and ignore (NULL: none, or not wanted). */
 static int chain_take(ectx *e, gset *s, const ember_label *labels,
-                      size_t nlabels, bool keep_empty)
+                      size_t nlabels, bool keep_empty, const int64_t *whole)
 {
     ember_merged *m = NULL;
     uint64_t np = 0;
@@ -653,6 +722,8 @@ static int chain_take(ectx *e, gset *s, const ember_label *labels,
         return rc;
     }
     g->merged = m;
+    g->has_whole = whole != NULL;
+    g->whole = whole != NULL ? *whole : 0;
     ember_merged_info(m, &g->nseries, &g->nprofiles);
     if ((rc = em_labels_dup(labels, nlabels, &g->labels)) == EMBER_OK)
         g->nlabels = nlabels;
@@ -714,10 +785,12 @@ static size_t id_find(const uint32_t *ids, size_t n, uint32_t id)
     return n;
 }
 
-/* Merges the items [a, b) (one group) into the reader's accumulator. */
+/* Merges the items [a, b) (one group) into the reader's accumulator, and
+** their total before a pushed focus or ignore into *WHOLE. */
 static int group_merge(ectx *e, const ember_selector *view, const gitem *it,
                        size_t a, size_t b, const uint32_t *nids,
-                       const int64_t *ntimes, size_t nn, bool nearest)
+                       const int64_t *ntimes, size_t nn, bool nearest,
+                       int64_t *whole)
 {
     ember_selector sel = { .sz = sizeof sel, .from_ms = view->from_ms,
                            .to_ms = view->to_ms, .focus = view->focus,
@@ -729,7 +802,7 @@ static int group_merge(ectx *e, const ember_selector *view, const gitem *it,
         for (size_t i = a; i < b && rc == EMBER_OK; i++) {
             size_t k = id_find(nids, nn, it[i].si->id);
             if (k < nn)
-                rc = merge_add_at(e, view, nids[k], ntimes[k]);
+                rc = merge_add_at(e, view, nids[k], ntimes[k], whole);
         }
         return rc;
     }
@@ -739,7 +812,7 @@ static int group_merge(ectx *e, const ember_selector *view, const gitem *it,
         ids[i - a] = it[i].si->id;
     sel.series = ids;
     sel.nseries = b - a;
-    rc = em_reader_merge_add(e->rd, &sel);
+    rc = merge_add(e, &sel, whole);
     em_free(ids);
     return rc;
 }
@@ -752,7 +825,8 @@ static int chain_grouped(ectx *e, const em_pchain *ch,
     gitem *items = NULL;
     ember_label *keys = NULL, *glabels = NULL;
     uint32_t *nids = NULL;
-    int64_t *ntimes = NULL;
+    int64_t *ntimes = NULL, whole = 0;
+    const int64_t *pushed = whole_wanted(e, view) ? &whole : NULL;
     size_t nn = 0, ng = 0;
     int rc = em_reader_series(e->rd, view, &set);
 
@@ -764,19 +838,20 @@ static int chain_grouped(ectx *e, const em_pchain *ch,
         for (b = a + 1; b < set.n && em_labels_cmp(items[a].key,
              items[a].nkey, items[b].key, items[b].nkey) == 0; b++)
             ;
+        whole = 0;
         rc = group_merge(e, view, items, a, b, nids, ntimes, nn,
-                         ch->sel.nearest);
+                         ch->sel.nearest, &whole);
         if (rc == EMBER_OK)
             rc = em_group_labels(items[a].key, items[a].nkey, &glabels, &ng);
         if (rc == EMBER_OK)
             rc = chain_take(e, s, glabels, ng,
-                            ch->grouping == EM_GROUP_NONE);
+                            ch->grouping == EM_GROUP_NONE, pushed);
         em_labels_free(glabels, ng);
         glabels = NULL;
         ng = 0;
     }
     if (rc == EMBER_OK && s->n == 0 && ch->grouping == EM_GROUP_NONE)
-        rc = chain_take(e, s, NULL, 0, true);   /* nothing near: empty */
+        rc = chain_take(e, s, NULL, 0, true, pushed);   /* nothing near */
     em_free(items);
     em_free(keys);
     em_free(nids);
@@ -790,6 +865,7 @@ static int chain_grouped(ectx *e, const em_pchain *ch,
 static int chain_merge(ectx *e, const em_pchain *ch, gset *s)
 {
     ember_selector view;
+    int64_t whole = 0;
     int rc;
 
     memset(s, 0, sizeof *s);
@@ -799,8 +875,9 @@ static int chain_merge(ectx *e, const em_pchain *ch, gset *s)
     em_chain_view(ch, s->type, &view);
     if (ch->grouping != EM_GROUP_NONE || ch->sel.nearest)
         rc = chain_grouped(e, ch, &view, s);
-    else if ((rc = em_reader_merge_add(e->rd, &view)) == EMBER_OK)
-        rc = chain_take(e, s, NULL, 0, true);
+    else if ((rc = merge_add(e, &view, &whole)) == EMBER_OK)
+        rc = chain_take(e, s, NULL, 0, true,
+                        whole_wanted(e, &view) ? &whole : NULL);
     return rc;
 }
 
@@ -1125,6 +1202,8 @@ static int groups_move(gset *s, ember_result *r)
         o->labels = g->labels;
         o->nlabels = g->nlabels;
         o->prof = g->prof;
+        o->prof.has_whole = g->has_whole;
+        o->prof.whole = g->whole;
         o->merged = g->merged;
         o->nseries = g->nseries;
         o->nprofiles = g->nprofiles;

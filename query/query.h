@@ -260,6 +260,12 @@ typedef struct em_rprofile {
                                 ** unknown; owned */
     bool diff;                  /* stacks carry base and target values:
                                 ** renderers show both and the change */
+    bool has_whole;             /* focus or ignore removed stacks: */
+    int64_t whole;              /* the total before they did, which top,
+                                ** tree and svg take percentages of (pprof
+                                ** computes its total before -focus and
+                                ** -ignore); without has_whole they sum
+                                ** |value| over the stacks */
 } em_rprofile;
 
 /* Empties *P for a profile of TYPE ("name:sample_type:sample_unit:..."; NULL
@@ -320,12 +326,15 @@ typedef struct em_top_opts {
                                 ** report, picked as pprof does by default */
     bool color;                 /* diffs: the change in red (growth) or
                                 ** green (shrinking), ANSI */
+    bool relative;              /* percentages of the stacks shown, not of
+                                ** p->whole (pprof's -relative_percentages) */
 } em_top_opts;
 
 /* `go tool pprof -top` with granularity=functions over P: flat(f) sums the
 ** samples whose leaf frame is f, cum(f) the samples where f appears, once per
 ** sample however often it recurses; rows sorted by |flat| (or |cum|)
-** descending then name; percentages of the sum of |values|. OPTS may be
+** descending then name; percentages of P->whole when P has one, else of
+** the sum of |values|. OPTS may be
 ** NULL (flat sort, all rows, no trimming). A diff profile (P->diff) gets
 ** base, target, change and change% columns sorted by |change|
 ** (render_top.c). EMBER_OK, ENOMEM or EIO. */
@@ -424,6 +433,9 @@ typedef struct em_render_opts {
                                 ** out; 0: never cut */
     const char *title;          /* svg's title; NULL: the query */
     const char *query;          /* the query text, shown by svg and json */
+    bool relative;              /* top, tree, svg: percentages of what
+                                ** focus and ignore kept, not of the whole
+                                ** selection (pprof's -relative_percentages) */
 } em_render_opts;
 
 /* Writes R to F in FORMAT: for profiles and diffs "top", "tree", "flame",

@@ -73,7 +73,8 @@ static int group_top(FILE *f, const em_rprofile *p, const ember_result *r,
     em_top_opts t = { .sz = sizeof t, .cum_sort = o->cum_sort,
                       .limit = limit, .unit = o->unit, .color = o->color,
                       .node_fraction = limit > 0 ? 0.005 : 0,
-                      .edge_fraction = limit > 0 ? 0.001 : 0 };
+                      .edge_fraction = limit > 0 ? 0.001 : 0,
+                      .relative = o->relative };
     return em_render_top(f, p, &t);
 }
 

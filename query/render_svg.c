@@ -73,6 +73,8 @@ typedef struct svg {
     svg_frame *frames;          /* what is drawn, preorder */
     size_t nframes, cap_frames;
     uint64_t total;             /* the root's width */
+    uint64_t pct_total;         /* what details' percentages are of: total,
+                                ** or the total before focus and ignore */
     uint32_t max_depth;
     FILE *f;
 } svg;
@@ -423,7 +425,7 @@ static void put_details(const svg *s, const svg_frame *n)
     const char *unit = s->p->unit;
     char v1[EM_VALUE_MAX], v2[EM_VALUE_MAX], v3[EM_VALUE_MAX];
     int64_t change = (int64_t)((uint64_t)n->value - (uint64_t)n->base);
-    double share = 100.0 * (double)n->width / (double)s->total;
+    double share = 100.0 * (double)n->width / (double)s->pct_total;
 
     if (!s->p->diff) {
         fprintf(s->f, "%s (%.2f%%)", em_format_value(n->value, unit, v1),
@@ -580,7 +582,8 @@ static const char svg_script[] =
     " hits.sort(function(a,b){return a.x-b.x;});\n"
     " hits.forEach(function(f){var s=Math.max(f.x,end),e=f.x+f.w;"
     "if(e>s){cov+=e-s;end=e;}});\n"
-    " $(\"matched\").textContent=term?\"Matched: \"+(100*cov/FW).toFixed(2)"
+    " $(\"matched\").textContent=term?\"Matched: \"+"
+    "(100*cov/FW*SHARE).toFixed(2)"
     "+\"% (\"+hits.length+\" frames)\":\" \";\n"
     " return hits.length;\n"
     "}\n"
@@ -614,7 +617,7 @@ static void put_head(const svg *s, const char *title, int64_t height)
 static void put_subtitle(const svg *s)
 {
     const svg_frame *r = &s->frames[0];
-    char v[EM_VALUE_MAX];
+    char v[EM_VALUE_MAX], w[EM_VALUE_MAX];
 
     put_text(s->f, s->p->sample_type[0] != '\0' ? s->p->sample_type
                                                  : "samples", SIZE_MAX);
@@ -623,6 +626,12 @@ static void put_subtitle(const svg *s)
     fputs(")", s->f);
     if (s->nframes == 0) {
         fputs(": no samples", s->f);
+        return;
+    }
+    if (!s->p->diff && s->pct_total != s->total) {
+        fprintf(s->f, ": %s of %s total", em_format_value(r->value,
+                s->p->unit, v), em_format_value((int64_t)s->pct_total,
+                                                s->p->unit, w));
         return;
     }
     if (!s->p->diff) {
@@ -655,9 +664,11 @@ static void put_controls(const svg *s, int64_t height)
 
 static void put_tail(const svg *s)
 {
-    fprintf(s->f, "<script><![CDATA[\nvar FW=%d,PAD=%d,TPAD=%d,CHARW=%d;\n"
-            "%s]]></script>\n</svg>\n", FRAME_MW, SVG_PAD, TEXT_PAD_M,
-            CHAR_M, svg_script);
+    /* SHARE: the root's part of the total percentages are of */
+    fprintf(s->f, "<script><![CDATA[\nvar FW=%d,PAD=%d,TPAD=%d,CHARW=%d,"
+            "SHARE=%.6g;\n%s]]></script>\n</svg>\n", FRAME_MW, SVG_PAD,
+            TEXT_PAD_M, CHAR_M, s->pct_total > 0 ? (double)s->total /
+            (double)s->pct_total : 1.0, svg_script);
 }
 
 static void write_svg(const svg *s)
@@ -684,6 +695,9 @@ int em_render_svg(FILE *f, const em_rprofile *p, const em_render_opts *o)
 
     if (rc == EMBER_OK)
         rc = paths_build(&s);
+    /* pprof's flame graph, like its -top, shares of the whole selection */
+    s.pct_total = p->has_whole && !o->relative && !p->diff && p->whole > 0 ?
+                  (uint64_t)p->whole : s.total;
     if (rc == EMBER_OK)
         rc = layout(&s);
     if (rc == EMBER_OK)

@@ -9,7 +9,12 @@
 **   gets it added to flat. Zero-valued samples are skipped; nodes left with
 **   flat == cum == 0 (a diff whose parts cancel) are not shown.
 ** - total, the base of every percentage, is the sum of |value| over all
-**   samples; sum% runs over |flat| down the rows.
+**   samples; sum% runs over |flat| down the rows. After focus or ignore it
+**   is the total before them (p->whole), as pprof computes its report's
+**   total before those filters, unless the caller asks for relative
+**   percentages (pprof's -relative_percentages). The node and edge
+**   cutoffs stay shares of the graph's summed flat while the "Dropped"
+**   line names node_fraction of that total: pprof's quirk, kept.
 ** - Rows sort by |flat| descending, then name (bytewise), then |cum|; with
 **   cum_sort, by |cum|, then name, then |flat| (pprof's FlatNameOrder and
 **   CumNameOrder: the name comes before the other value).
@@ -503,6 +508,8 @@ int em_render_top(FILE *f, const em_rprofile *p, const em_top_opts *opts)
         return diff_top(f, p, &o);
     for (size_t i = 0; i < p->nstacks; i++)
         pr.total = em_add_wrap(pr.total, (int64_t)em_abs64(p->stacks[i].value));
+    if (p->has_whole && !o.relative)
+        pr.total = p->whole;
     drop_at = cutoff(pr.total, o.node_fraction);
     if ((rc = top_alloc(&t, p)) != EMBER_OK ||
         (rc = graph_build(&t)) != EMBER_OK)

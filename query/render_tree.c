@@ -21,7 +21,8 @@
 **            1.20s 76.92%      1.20s    work
 **
 ** cum is the node's total, flat its self value, cum% of the sum of |value|
-** over all stacks (top's total); each value is scaled to its own unit
+** over all stacks (top's total: after focus or ignore the total before
+** them, and the header says "Total: KEPT of WHOLE"); each value is scaled to its own unit
 ** (o->unit, when given, fixes one as top's -unit does). Children sort by |cum| descending, then
 ** name. A node whose |cum| is below 0.5% of the total (pprof's default
 ** -nodefraction) is dropped with its subtree; the limit keeps the first
@@ -290,6 +291,7 @@ typedef struct tree_print {
     const em_render_opts *o;
     const char *unit, *out_unit;
     int64_t total;              /* sum of |value| (diff: the larger side) */
+    int64_t pct_total;          /* cum%'s base: total, or p->whole */
     uint64_t cut;               /* nodes weighing less are dropped */
     uint32_t *stack;            /* depth-first walk */
     size_t nstack;
@@ -346,7 +348,7 @@ static void row_visit(void *ctx, tree_print *pr, uint32_t ix)
     if (!pr->t->p->diff) {
         fprintf(f, "%10s %s %10s  %*s",
                 em_format_value_as(c->total, pr->unit, pr->out_unit, a),
-                em_format_percent(c->total, pr->total, pct),
+                em_format_percent(c->total, pr->pct_total, pct),
                 em_format_value_as(c->self, pr->unit, pr->out_unit, b),
                 indent, "");
     } else {
@@ -383,6 +385,10 @@ static void tree_header(FILE *f, const tree_print *pr, size_t kept,
                 em_render_change_pct(em_sub_wrap(root->total,
                                                  root->base_total),
                                      root->base_total, pct));
+    else if (pr->pct_total != pr->total)
+        fprintf(f, "Total: %s of %s\n",
+                em_format_value_as(root->total, pr->unit, pr->out_unit, a),
+                em_format_value_as(pr->pct_total, pr->unit, pr->out_unit, b));
     else
         fprintf(f, "Total: %s\n",
                 em_format_value_as(root->total, pr->unit, pr->out_unit, a));
@@ -415,7 +421,9 @@ int em_render_tree(FILE *f, const em_rprofile *p, const em_render_opts *o,
 
     pr.t = &t;
     pr.total = profile_total(p);
-    pr.cut = tree_cut(pr.total);
+    pr.pct_total = p->has_whole && !o->relative && !p->diff ? p->whole :
+                   pr.total;
+    pr.cut = tree_cut(pr.total);    /* pprof's cutoff: of what is shown */
     if (rc == EMBER_OK && (pr.stack = em_malloc(t.n * sizeof *pr.stack)) ==
         NULL)
         rc = em_err(EMBER_ENOMEM, "tree: %zu nodes", t.n);

@@ -632,6 +632,112 @@ static void test_focus_diff_and_groups(void **state)
     ember_result_free(r);
 }
 
+/* The sum of |value| over M: what top's percentages are of. */
+static int64_t abs_sum(const ember_merged *m)
+{
+    const int64_t *v;
+    size_t n = ember_merged_samples(m, NULL, &v);
+    int64_t sum = 0;
+
+    for (size_t i = 0; i < n; i++)
+        sum += v[i] < 0 ? -v[i] : v[i];
+    return sum;
+}
+
+/* TEXT's one group carries WHOLE, the total before its focus and ignore,
+** and keeps fewer stacks than that. */
+static void check_whole(const char *text, int64_t whole)
+{
+    ember_result *r = query(text);
+    const em_rprofile *p = &r->groups[0].prof;
+
+    assert_int_equal(ember_result_groups(r), 1);
+    assert_true(p->has_whole);
+    assert_int_equal(p->whole, whole);
+    assert_true(abs_sum(r->groups[0].merged) < whole);
+    ember_result_free(r);
+}
+
+/* The "Showing nodes accounting for A, P of Z total" line of TEXT as top
+** (RELATIVE: pprof's -relative_percentages) into LINE. */
+static void top_showing(const char *text, bool relative, char *line,
+                        size_t cap)
+{
+    ember_result *r = query(text);
+    em_render_opts o = { .sz = sizeof o, .relative = relative };
+    char buf[16384];
+    FILE *f = fmemopen(buf, sizeof buf, "w");
+    const char *l;
+
+    assert_non_null(f);
+    assert_int_equal(em_render_result(f, r, "top", &o), EMBER_OK);
+    fclose(f);
+    l = strstr(buf, "Showing nodes accounting for ");
+    assert_non_null(l);
+    snprintf(line, cap, "%.*s", (int)strcspn(l, "\n"), l);
+    ember_result_free(r);
+}
+
+/* focus and ignore keep the total of what they filtered as pprof's -focus
+** and -ignore do, pushed into the engine (from its stored totals) or run
+** on the resolved stacks; a grouped or nearest (@) merge per group. */
+static void test_focus_whole(void **state)
+{
+    ember_matcher za = { "zone", "a", EMBER_MATCH_EQ };
+    ember_merged *all = merge_of(SYN_D, NULL, 0);
+    ember_merged *at = merge_range(SYN_D, &za, 1, T0 + 30000, T0 + 30000,
+                                   NULL, NULL);
+    int64_t whole = abs_sum(all);
+    ember_result *r;
+    char a[256], b[256];
+
+    (void)state;
+    /* pushed into the engine; then a second one on the resolved stacks */
+    check_whole("focus(" SYN_D ", \"mid_x\")", whole);
+    check_whole("ignore(focus(" SYN_D ", \"main\"), \"leaf_a\")", whole);
+    check_whole("focus(focus(" SYN_D ", \"mid_\"), \"leaf_a\")", whole);
+    check_whole("ignore(ignore(" SYN_D ", \"mid_y\"), \"leaf_d\")", whole);
+    /* not pushed (after a show or a top): summed before filtering */
+    check_whole("focus(show(" SYN_D ", \".\"), \"mid_x\")", whole);
+    check_whole("focus(top(" SYN_D ", 2), \"mid_x\")", whole);
+    check_whole("focus(" SYN_D "{zone=\"a\"} @ 1700000026000, \"mid_x\")",
+                abs_sum(at));
+    /* per group, whether the focus is inside the merge by or outside */
+    for (int inside = 0; inside < 2; inside++) {
+        r = query(inside ? "merge by (zone) (focus(" SYN_D ", \"leaf_b\"))"
+                         : "focus(merge by (zone) (" SYN_D "), \"leaf_b\")");
+        assert_true(r->ngroups > 1);
+        for (size_t g = 0; g < r->ngroups; g++) {
+            const char *z = label_of(r->groups[g].labels,
+                                     r->groups[g].nlabels, "zone");
+            ember_matcher m = { "zone", z ? z : "", EMBER_MATCH_EQ };
+            ember_merged *want = merge_of(SYN_D, &m, 1);
+            assert_true(r->groups[g].prof.has_whole);
+            assert_int_equal(r->groups[g].prof.whole, abs_sum(want));
+            ember_merged_free(want);
+        }
+        ember_result_free(r);
+    }
+    /* nothing filtered, or a diff (changes against the base): no whole */
+    r = query(SYN_D);
+    assert_false(r->groups[0].prof.has_whole);
+    ember_result_free(r);
+    r = query("focus(diff(" SYN_D "{zone=\"a\"}, " SYN_D "{zone=\"b\"}), "
+              "\"mid_x\")");
+    assert_false(r->groups[0].prof.has_whole);
+    ember_result_free(r);
+    /* top: "of Z total" is the whole selection's; relative: of the kept */
+    top_showing(SYN_D, false, a, sizeof a);
+    top_showing("focus(" SYN_D ", \"mid_x\")", false, b, sizeof b);
+    assert_string_equal(strstr(a, " of "), strstr(b, " of "));
+    assert_null(strstr(b, " 100% of "));
+    top_showing("focus(" SYN_D ", \"mid_x\")", true, b, sizeof b);
+    assert_non_null(strstr(b, " 100% of "));
+    assert_string_not_equal(strstr(a, " of "), strstr(b, " of "));
+    ember_merged_free(at);
+    ember_merged_free(all);
+}
+
 /* TEXT (a top of WANT's query) keeps every stack of WANT and limits rows
 ** to N: top(P, N) changes how many rows top and tree show, never P. */
 static void check_top(const char *text, const char *want, size_t n)
@@ -1811,6 +1917,7 @@ int main(void)
         cmocka_unit_test(test_diff),
         cmocka_unit_test(test_focus_ignore),
         cmocka_unit_test(test_focus_diff_and_groups),
+        cmocka_unit_test(test_focus_whole),
         cmocka_unit_test(test_top),
         cmocka_unit_test(test_top_wide),
         cmocka_unit_test(test_nearest_sources),
