@@ -273,6 +273,10 @@ void em_snapshot_bounds(ember_snapshot *s, uint32_t *locations,
 /* Adds what SEL selects to the reader's merge accumulator; on failure the
 ** accumulator is emptied. */
 int em_reader_merge_add(em_reader *rd, const ember_selector *sel);
+/* What the profiles added since the last take summed to before their
+** selectors' focus and ignore (their stored totals; 0 without a focus or
+** ignore): read it before em_reader_merge_take empties the merge. */
+int64_t em_reader_merge_whole(const em_reader *rd);
 /* The accumulated merge as a new *OUT (ember_merged_free), and empties the
 ** accumulator. Nothing added: an empty merge. */
 int em_reader_merge_take(em_reader *rd, ember_merged **out);

@@ -392,6 +392,9 @@ typedef struct merge_acc {
     size_t nbreaks;                 /* keys lower than the one before */
     int64_t dur_run;                /* the duration while nbreaks is 0 */
     size_t nstacks;                 /* of the snapshot: sum's length */
+    int64_t whole;                  /* with a focus or ignore: the stored
+                                    ** totals of the profiles merged, what
+                                    ** they were before it (saturating) */
 } merge_acc;
 
 static int merge_scratch(merge_acc *m, uint32_t n)
@@ -571,6 +574,17 @@ static int merge_span_duration(merge_acc *m, int64_t *out)
     return EMBER_OK;
 }
 
+/* Adds the stored totals of C's profiles in range (IN, NULL: all) to
+** M's whole: a focus reads only its stacks' samples, and the total before
+** it comes from the chunk's totals column in the same pass. */
+static void merge_whole_add(merge_acc *m, const em_chunk *c,
+                            const uint8_t *in)
+{
+    for (uint32_t p = 0; p < c->h.nprofiles; p++)
+        if (in == NULL || in[p])
+            m->whole = em_add_sat(m->whole, c->total[p]);
+}
+
 static int merge_chunk(void *ctx, uint32_t series, const em_chunk *c,
                        const em_kept *kept, uint32_t nkept)
 {
@@ -593,6 +607,7 @@ static int merge_chunk(void *ctx, uint32_t series, const em_chunk *c,
                            c->stack_start[i + 1], whole ? NULL : m->in))
                 return merge_overflow(c->stacks[i]);
     } else {
+        merge_whole_add(m, c, whole ? NULL : m->in);
         for (uint32_t k = 0; k < nkept; k++) {
             if (k + 4 < nkept)  /* a focus's runs are scattered */
                 __builtin_prefetch(&c->sample_value[kept[k + 4].at]);
@@ -723,6 +738,7 @@ static void merge_acc_reset(merge_acc *m)
     m->nseries = m->nprofiles = 0;
     m->nkeys = m->nbreaks = 0;
     m->dur_run = 0;
+    m->whole = 0;
     m->span = (merge_span){ INT64_MAX, INT64_MIN, 0, INT64_MIN };
 }
 
@@ -743,7 +759,8 @@ static void merge_acc_free(merge_acc *m)
 static int merge_acc_run(merge_acc *m, query *q)
 {
     scan s = { q->r, q->from, q->to,
-               EM_PART_TIMES | EM_PART_STACKS | EM_PART_VALUES,
+               EM_PART_TIMES | EM_PART_STACKS | EM_PART_VALUES |
+               (q->keep != NULL ? EM_PART_TOTALS : 0),
                EM_PART_PROFILES, merge_chunk, m, q->keep, q->keep_id, NULL,
                0 };
     int rc;
@@ -1406,6 +1423,11 @@ int em_reader_merge_add(em_reader *rd, const ember_selector *sel)
     if (rc != EMBER_OK)
         merge_acc_reset(&rd->m);
     return rc;
+}
+
+int64_t em_reader_merge_whole(const em_reader *rd)
+{
+    return rd->m_ready ? rd->m.whole : 0;
 }
 
 int em_reader_merge_take(em_reader *rd, ember_merged **out)

@@ -47,7 +47,7 @@ typedef struct wgroup {
                                     ** merged can stand for prof */
     bool has_whole;                 /* focus or ignore removed stacks */
     int64_t whole;                  /* the total before they did, which
-                                    ** percentages are of (see whole_add) */
+                                    ** percentages are of (see chain_take) */
     uint64_t nseries, nprofiles;
 } wgroup;
 
@@ -424,31 +424,6 @@ static int nearest_times(ectx *e, const ember_selector *sel,
     return rc;
 }
 
-/* Adds to *WHOLE what SEL selects before its focus and ignore, from the
-** per-profile totals the engine stores (no stack is read), since pprof
-** takes the total its percentages are of before -focus and -ignore. The
-** stored totals sum signed values where a renderer sums |value|: the two
-** differ only for a profile with negative samples. */
-static int whole_add(ectx *e, const ember_selector *sel, int64_t *whole)
-{
-    ember_selector all = *sel;
-    ember_totals *t = NULL;
-    int rc;
-
-    all.focus = all.ignore = NULL;
-    if ((rc = em_reader_totals(e->rd, &all, &t)) != EMBER_OK)
-        return rc;
-    for (size_t i = 0; i < ember_totals_count(t); i++) {
-        const int64_t *v;
-        size_t n;
-        ember_totals_series(t, i, NULL, NULL, &v, &n);
-        for (size_t k = 0; k < n; k++)
-            *whole = em_add_wrap(*whole, v[k]);
-    }
-    ember_totals_free(t);
-    return EMBER_OK;
-}
-
 /* True when the engine applies a focus or an ignore to SEL and the total
 ** before them is wanted (pprof output, EM_QUERY_IDS_ONLY, shows no
 ** percentages). */
@@ -458,20 +433,9 @@ static bool whole_wanted(const ectx *e, const ember_selector *sel)
            (e->flags & EM_QUERY_IDS_ONLY) == 0;
 }
 
-/* Adds SEL's profiles to the reader's merge and, if whole_wanted, their
-** total before the engine's focus and ignore to *WHOLE. */
-static int merge_add(ectx *e, const ember_selector *sel, int64_t *whole)
-{
-    int rc = em_reader_merge_add(e->rd, sel);
-
-    if (rc == EMBER_OK && whole_wanted(e, sel))
-        rc = whole_add(e, sel, whole);
-    return rc;
-}
-
 /* Adds series ID's profiles at exactly time T to the reader's merge. */
 static int merge_add_at(ectx *e, const ember_selector *base, uint32_t id,
-                        int64_t t, int64_t *whole)
+                        int64_t t)
 {
     ember_selector one = { .sz = sizeof one, .focus = base->focus,
                            .ignore = base->ignore, .series = &id,
@@ -479,7 +443,7 @@ static int merge_add_at(ectx *e, const ember_selector *base, uint32_t id,
 
     if (t == 0)             /* [0, 0] would mean all time to the engine */
         one.from_ms = -1;
-    return merge_add(e, &one, whole);
+    return em_reader_merge_add(e->rd, &one);
 }
 
 /* ---- working groups --------------------------------------------------------------- */
@@ -700,14 +664,18 @@ static int group_remerge(wgroup *g)
 
 /* Takes the reader's merge as a new group of S with a copy of LABELS (not
 ** resolved yet: see groups_resolve). KEEP_EMPTY keeps a group that merged
-** no profile (a plain merge always answers). WHOLE: the merge's total
-** before the engine's focus and ignore (NULL: none, or not wanted). */
+** no profile (a plain merge always answers). WHOLE: keep the merge's
+** total before the engine's focus and ignore, which pprof takes its
+** percentages of (the engine sums the profiles' stored totals as it
+** merges; the stored totals sum signed values where a renderer sums
+** |value|, which differ only for a profile with negative samples). */
 static int chain_take(ectx *e, gset *s, const ember_label *labels,
-                      size_t nlabels, bool keep_empty, const int64_t *whole)
+                      size_t nlabels, bool keep_empty, bool whole)
 {
     ember_merged *m = NULL;
     uint64_t np = 0;
     wgroup *g = NULL;
+    int64_t before = em_reader_merge_whole(e->rd);
     int rc = em_reader_merge_take(e->rd, &m);
 
     if (rc != EMBER_OK)
@@ -722,8 +690,8 @@ static int chain_take(ectx *e, gset *s, const ember_label *labels,
         return rc;
     }
     g->merged = m;
-    g->has_whole = whole != NULL;
-    g->whole = whole != NULL ? *whole : 0;
+    g->has_whole = whole;
+    g->whole = whole ? before : 0;
     ember_merged_info(m, &g->nseries, &g->nprofiles);
     if ((rc = em_labels_dup(labels, nlabels, &g->labels)) == EMBER_OK)
         g->nlabels = nlabels;
@@ -785,12 +753,10 @@ static size_t id_find(const uint32_t *ids, size_t n, uint32_t id)
     return n;
 }
 
-/* Merges the items [a, b) (one group) into the reader's accumulator, and
-** their total before a pushed focus or ignore into *WHOLE. */
+/* Merges the items [a, b) (one group) into the reader's accumulator. */
 static int group_merge(ectx *e, const ember_selector *view, const gitem *it,
                        size_t a, size_t b, const uint32_t *nids,
-                       const int64_t *ntimes, size_t nn, bool nearest,
-                       int64_t *whole)
+                       const int64_t *ntimes, size_t nn, bool nearest)
 {
     ember_selector sel = { .sz = sizeof sel, .from_ms = view->from_ms,
                            .to_ms = view->to_ms, .focus = view->focus,
@@ -802,7 +768,7 @@ static int group_merge(ectx *e, const ember_selector *view, const gitem *it,
         for (size_t i = a; i < b && rc == EMBER_OK; i++) {
             size_t k = id_find(nids, nn, it[i].si->id);
             if (k < nn)
-                rc = merge_add_at(e, view, nids[k], ntimes[k], whole);
+                rc = merge_add_at(e, view, nids[k], ntimes[k]);
         }
         return rc;
     }
@@ -812,7 +778,7 @@ static int group_merge(ectx *e, const ember_selector *view, const gitem *it,
         ids[i - a] = it[i].si->id;
     sel.series = ids;
     sel.nseries = b - a;
-    rc = merge_add(e, &sel, whole);
+    rc = em_reader_merge_add(e->rd, &sel);
     em_free(ids);
     return rc;
 }
@@ -825,8 +791,8 @@ static int chain_grouped(ectx *e, const em_pchain *ch,
     gitem *items = NULL;
     ember_label *keys = NULL, *glabels = NULL;
     uint32_t *nids = NULL;
-    int64_t *ntimes = NULL, whole = 0;
-    const int64_t *pushed = whole_wanted(e, view) ? &whole : NULL;
+    int64_t *ntimes = NULL;
+    bool pushed = whole_wanted(e, view);
     size_t nn = 0, ng = 0;
     int rc = em_reader_series(e->rd, view, &set);
 
@@ -838,9 +804,8 @@ static int chain_grouped(ectx *e, const em_pchain *ch,
         for (b = a + 1; b < set.n && em_labels_cmp(items[a].key,
              items[a].nkey, items[b].key, items[b].nkey) == 0; b++)
             ;
-        whole = 0;
         rc = group_merge(e, view, items, a, b, nids, ntimes, nn,
-                         ch->sel.nearest, &whole);
+                         ch->sel.nearest);
         if (rc == EMBER_OK)
             rc = em_group_labels(items[a].key, items[a].nkey, &glabels, &ng);
         if (rc == EMBER_OK)
@@ -865,7 +830,6 @@ static int chain_grouped(ectx *e, const em_pchain *ch,
 static int chain_merge(ectx *e, const em_pchain *ch, gset *s)
 {
     ember_selector view;
-    int64_t whole = 0;
     int rc;
 
     memset(s, 0, sizeof *s);
@@ -875,9 +839,8 @@ static int chain_merge(ectx *e, const em_pchain *ch, gset *s)
     em_chain_view(ch, s->type, &view);
     if (ch->grouping != EM_GROUP_NONE || ch->sel.nearest)
         rc = chain_grouped(e, ch, &view, s);
-    else if ((rc = merge_add(e, &view, &whole)) == EMBER_OK)
-        rc = chain_take(e, s, NULL, 0, true,
-                        whole_wanted(e, &view) ? &whole : NULL);
+    else if ((rc = em_reader_merge_add(e->rd, &view)) == EMBER_OK)
+        rc = chain_take(e, s, NULL, 0, true, whole_wanted(e, &view));
     return rc;
 }
 
