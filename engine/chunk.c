@@ -847,9 +847,11 @@ static int dec_profiles(col_rd *r, const em_chunk *ch, uint32_t *prof)
 
 /* Decodes each stack's values: the first, then deltas against the stack's
 ** previous value. */
-static int dec_values(col_rd *r, const em_chunk *ch, int64_t *val)
+static int dec_values(col_rd *r, const em_chunk *ch, int64_t *val,
+                      bool *small)
 {
     const uint8_t *p = r->p, *end = r->end;
+    uint64_t wide = 0;              /* bits of value + 2^31 past bit 31 */
 
     for (uint32_t s = 0; s < ch->h.nstacks; s++) {
         uint64_t k = ch->stack_start[s], e = ch->stack_start[s + 1], u;
@@ -861,8 +863,10 @@ static int dec_values(col_rd *r, const em_chunk *ch, int64_t *val)
                                   ": bad varint at sample %" PRIu64, s, k);
             v = em_add_wrap(v, em_unzigzag(u));
             val[k] = v;
+            wide |= (uint64_t)v + (1ull << 31);
         }
     }
+    *small = (wide >> 32) == 0;
     r->p = p;
     return col_done(r);
 }
@@ -969,7 +973,7 @@ static int dec_sample_cols(em_codec *c, const col_ref *d, em_chunk *ch,
         rc = dec_profiles(&r, ch, ch->sample_profile);
     if (rc == EMBER_OK && (parts & EM_PART_VALUES) &&
         (rc = col_open(c, &d[COL_VALUES], COL_VALUES, &r)) == EMBER_OK)
-        rc = dec_values(&r, ch, ch->sample_value);
+        rc = dec_values(&r, ch, ch->sample_value, &ch->small_values);
     return rc;
 }
 
@@ -1017,8 +1021,10 @@ void em_chunk_adopt(em_chunk *dst, const em_chunk *src, unsigned parts)
         dst->stacks = src->stacks;
         dst->stack_start = src->stack_start;
     }
-    if (parts & EM_PART_VALUES)
+    if (parts & EM_PART_VALUES) {
         dst->sample_value = src->sample_value;
+        dst->small_values = src->small_values;
+    }
     if (parts & EM_PART_PROFILES)
         dst->sample_profile = src->sample_profile;
 }

@@ -90,6 +90,10 @@ typedef struct em_chunk {
                                 ** are [stack_start[i], stack_start[i+1]) */
     uint32_t *sample_profile;   /* [nsamples], ascending within a stack */
     int64_t *sample_value;      /* [nsamples] */
+    bool small_values;          /* with sample_value: every value lies in
+                                ** [-2^31, 2^31), so a run of one stack's
+                                ** samples sums in 64 bits without wrapping
+                                ** (a chunk holds under 2^32 samples) */
     void *mem;                  /* the one allocation behind the arrays */
 } em_chunk;
 

@@ -411,32 +411,55 @@ static int merge_scratch(merge_acc *m, uint32_t n)
     return EMBER_OK;
 }
 
+/* merge_run for a chunk with large values: the run summed in 128 bits,
+** which no run can leave, out of line so that merge_run keeps its
+** registers. */
+__attribute__((noinline))
+static bool merge_run_wide(merge_acc *m, const em_chunk *c, uint32_t st,
+                           uint64_t a, uint64_t b, const uint8_t *in)
+{
+    __int128 sum = m->sum[st];
+    bool any = false;
+
+    for (uint64_t j = a; j < b; j++)
+        if (in == NULL || in[c->sample_profile[j]]) {
+            sum += c->sample_value[j];
+            any = true;
+        }
+    if (!any)
+        return true;
+    m->seen[st >> 6] |= 1ull << (st & 63);
+    m->sum[st] = (int64_t)sum;
+    return sum >= INT64_MIN && sum <= INT64_MAX;
+}
+
 /* Sums the samples [A, B) of stack ST; IN NULL means every profile is in
 ** range. False when the stack's sum leaves the int64 range (issue 12: it
-** wrapped): the run is summed in 128 bits, as a run of 2^64 samples
-** cannot be, and checked once. */
+** wrapped). A chunk of small values (em_chunk.small_values: the usual
+** case) sums its run in 64 bits, which cannot wrap, and checks only the
+** add to the stack's sum; any other goes through 128 bits. */
 static bool merge_run(merge_acc *m, const em_chunk *c, uint32_t st,
                       uint64_t a, uint64_t b, const uint8_t *in)
 {
-    __int128 sum = 0;
+    uint64_t sum = 0;
     bool any = in == NULL && a < b;
 
+    if (!c->small_values)
+        return merge_run_wide(m, c, st, a, b, in);
     if (in == NULL) {
         for (uint64_t j = a; j < b; j++)
-            sum += c->sample_value[j];
+            sum += (uint64_t)c->sample_value[j];
     } else {
         for (uint64_t j = a; j < b; j++) {
             uint8_t f = in[c->sample_profile[j]];
-            sum += f ? c->sample_value[j] : 0;
+            sum += f ? (uint64_t)c->sample_value[j] : 0;
             any |= f;
         }
     }
     if (!any)
         return true;
     m->seen[st >> 6] |= 1ull << (st & 63);
-    sum += m->sum[st];
-    m->sum[st] = (int64_t)sum;
-    return sum >= INT64_MIN && sum <= INT64_MAX;
+    return !__builtin_add_overflow(m->sum[st], (int64_t)sum, &m->sum[st]);
 }
 
 /* The chunk scan prefixes the chunk (series, time), so this names the

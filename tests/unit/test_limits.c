@@ -239,6 +239,96 @@ static void test_merge_sum_fails(void **state)
     tu_rmdir(dir);
 }
 
+/* The merged value of stack ST in M (0: absent). */
+static int64_t merged_value(const ember_merged *m, uint32_t st)
+{
+    const uint32_t *stacks;
+    const int64_t *values;
+    size_t n = ember_merged_samples(m, &stacks, &values);
+
+    for (size_t i = 0; i < n; i++)
+        if (stacks[i] == st)
+            return values[i];
+    return 0;
+}
+
+/* Values around 2^31, where the merge leaves its fast wrapping sum for
+** 128 bits, and large ones of both signs, merge exactly, over every
+** profile and over a range that cuts the chunk (the in-range path). */
+static void test_merge_sum_exact(void **state)
+{
+    static const int64_t v[] = { 2147483647, -2147483648LL, 2147483648LL,
+                                 -2147483649LL, 1LL << 40, -3, 5,
+                                 -(1LL << 40), 1LL << 62, -(1LL << 62) };
+    const size_t nv = sizeof v / sizeof *v;
+    char *dir = tu_tmpdir("limits");
+    ember_db *db = tu_open(dir, 0);
+    uint32_t a = tu_synthetic_stack(db, 1), b = tu_synthetic_stack(db, 2);
+    ember_label one = { "job", "one" };
+    ember_selector sel = { .sz = sizeof sel, .type = CPU };
+    ember_merged *m = NULL;
+    int64_t all_a = 0, cut_a = 0, all_b = 0;
+
+    (void)state;
+    for (size_t k = 0; k < nv; k++) {
+        /* b holds small values only: the fast path alone */
+        ember_sample s[] = { { a, v[k] }, { b, (int64_t)k - 4 } };
+        ember_profile p = tu_profile(CPU, &one, 1, 1000 + (int64_t)k * 1000,
+                                     s, 2);
+        assert_int_equal(ember_append(db, &p), EMBER_OK);
+        all_a += v[k];
+        all_b += (int64_t)k - 4;
+        if (k >= 2 && k < 8)
+            cut_a += v[k];
+    }
+    assert_int_equal(ember_merge(db, &sel, &m), EMBER_OK);
+    assert_int_equal(merged_value(m, a), all_a);
+    assert_int_equal(merged_value(m, b), all_b);
+    ember_merged_free(m);
+    sel.from_ms = 3000;                 /* profiles 2 to 7 */
+    sel.to_ms = 8000;
+    assert_int_equal(ember_merge(db, &sel, &m), EMBER_OK);
+    assert_int_equal(merged_value(m, a), cut_a);
+    ember_merged_free(m);
+    ember_close(db);
+    tu_rmdir(dir);
+}
+
+/* A chunk of large values (128-bit sums) then, 20 minutes later, a chunk of
+** small ones (64-bit run sums): the add across them is checked too, exact
+** when it fits and refused when it does not. */
+static void test_merge_sum_across_chunks(void **state)
+{
+    char *dir = tu_tmpdir("limits");
+    ember_db *db = tu_open(dir, 0);
+    uint32_t a = tu_synthetic_stack(db, 1);
+    ember_label fits = { "job", "fits" }, over = { "job", "over" };
+    ember_selector sel = { .sz = sizeof sel, .type = CPU };
+    ember_matcher mt = { "job", "fits", EMBER_MATCH_EQ };
+    ember_merged *m = NULL;
+
+    (void)state;
+    for (int k = 0; k < 2; k++) {
+        int64_t t = 1000 + k * 20 * 60000;
+        ember_sample s1[] = { { a, k == 0 ? INT64_MAX - 20 : 10 } };
+        ember_sample s2[] = { { a, k == 0 ? INT64_MAX - 5 : 10 } };
+        ember_profile p1 = tu_profile(CPU, &fits, 1, t, s1, 1);
+        ember_profile p2 = tu_profile(CPU, &over, 1, t, s2, 1);
+        assert_int_equal(ember_append(db, &p1), EMBER_OK);
+        assert_int_equal(ember_append(db, &p2), EMBER_OK);
+    }
+    sel.matchers = &mt;
+    sel.nmatchers = 1;
+    assert_int_equal(ember_merge(db, &sel, &m), EMBER_OK);
+    assert_int_equal(merged_value(m, a), INT64_MAX - 10);
+    ember_merged_free(m);
+    mt.value = "over";
+    assert_int_equal(ember_merge(db, &sel, &m), EMBER_ELIMIT);
+    assert_null(m);
+    ember_close(db);
+    tu_rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -248,6 +338,8 @@ int main(void)
         cmocka_unit_test(test_collapsed_sum_refused),
         cmocka_unit_test(test_append_sum_refused),
         cmocka_unit_test(test_merge_sum_fails),
+        cmocka_unit_test(test_merge_sum_exact),
+        cmocka_unit_test(test_merge_sum_across_chunks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
