@@ -537,6 +537,10 @@ typedef struct ember_render_opts {
     int cum_sort;               /* top: sort by cum instead of flat */
     const char *unit;           /* top: pprof's -unit; NULL: "minimum" */
     unsigned width;             /* flame, table: columns; 0: 100 */
+    int relative;               /* top, tree, svg: after focus or ignore,
+                                ** percentages of what they kept, not of the
+                                ** whole selection (pprof's
+                                ** -relative_percentages) */
 } ember_render_opts;
 
 /* Renders R as `ember query -o FORMAT` prints it: for profiles and diffs

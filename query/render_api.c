@@ -35,7 +35,7 @@ static int opts_from(const ember_render_opts *opts, ember_db *db,
     }
     *o = (em_render_opts){ .sz = sizeof *o, .db = db, .limit = p.limit,
                            .cum_sort = p.cum_sort != 0, .unit = p.unit,
-                           .width = p.width };
+                           .width = p.width, .relative = p.relative != 0 };
     return EMBER_OK;
 }
 

@@ -988,6 +988,7 @@ static void test_ember_import_render(void **state)
     ember_db *db = open_in(dir);
     const char *text = "main;b 4\nmain;a 3\nmain;a 1\n";
     ember_import_opts o = { .sz = sizeof o, .type = TYPE };
+    ember_render_opts ro = { .sz = sizeof ro, .relative = 1 };
     ember_result *r = NULL;
     char *out;
     size_t len;
@@ -1003,6 +1004,16 @@ static void test_ember_import_render(void **state)
     assert_int_equal(ember_result_render(db, r, "csv", NULL, &out, &len),
                      EMBER_EINVAL);
     assert_null(out);
+    ember_result_free(r);
+    /* after a focus, percentages are of the whole selection (8), unless
+    ** relative asks for pprof's -relative_percentages (of the 4 kept) */
+    assert_int_equal(ember_query(db, "focus(" TYPE ", \"^a$\")", NULL, &r), 0);
+    assert_int_equal(ember_result_render(db, r, "top", NULL, &out, &len), 0);
+    assert_non_null(strstr(out, "4, 50.00% of 8 total"));
+    ember_free(out);
+    assert_int_equal(ember_result_render(db, r, "top", &ro, &out, &len), 0);
+    assert_non_null(strstr(out, "4, 100% of 4 total"));
+    ember_free(out);
     ember_result_free(r);
     ember_close(db);
     tu_rmdir(dir);
