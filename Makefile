@@ -17,8 +17,13 @@ Q := $(if $(filter 1,$(V)),,@)
 
 WARN := -std=c11 -Wall -Wextra -Wshadow -Wstrict-prototypes \
         -Wmissing-prototypes -Wformat=2 -Wvla -Wundef -Werror
+# -MMD -MP: each object records the headers it includes (BUILD/obj/*.d),
+# so an edit rebuilds what includes it, not everything.
 ALL_CFLAGS := $(WARN) -D_GNU_SOURCE -fPIC -fvisibility=hidden -Iinclude -I. \
-              -I$(BUILD)/gen $(CFLAGS)
+              -I$(BUILD)/gen -MMD -MP $(CFLAGS)
+# The one version: EMBER_VERSION_STRING in the public header.
+VERSION := $(shell sed -n 's/^\#define EMBER_VERSION_STRING "\(.*\)"/\1/p' \
+             include/ember.h)
 LDLIBS := -lbpf -ldw -lelf -llmdb -lzstd -lroaring -lprotobuf-c -ldeflate -lz \
           -lpthread -lm
 # The ember program links the Debian static archives where they exist:
@@ -59,20 +64,22 @@ BENCH_SRC := $(wildcard bench/*.c)
 BENCH_LIB_SRC := $(filter bench/gen%.c bench/util.c,$(BENCH_SRC))
 BENCH_MAIN := $(filter-out $(BENCH_LIB_SRC),$(BENCH_SRC))
 BENCH_BIN := $(BENCH_MAIN:bench/%.c=$(BUILD)/bench/%)
+# The fuzz builds compile sources directly and depend on every header.
 HEADERS := include/ember.h $(wildcard engine/*.h query/*.h ingest/*.h \
            bpf/*.h repl/*.h bench/*.h tests/unit/common/*.h) $(PROTO_H)
 
 .PHONY: all lib cli tests fuzz-replay bench-bin deps run demo test test-core \
-        check-asan check-layers check-symbols check-example fuzz-smoke \
+        check check-asan check-layers check-symbols check-example fuzz-smoke \
         install clean bench
 
-all: lib cli tests fuzz-replay bench-bin
+# Benchmarks are built by `make bench` and `make bench-bin`, not here.
+all: lib cli tests fuzz-replay
 
 lib: $(BUILD)/libember.a $(BUILD)/libember.so
 cli: $(BUILD)/ember
 tests: $(TEST_BIN)
 fuzz-replay: $(FUZZ_REPLAY)
-bench-bin: $(BENCH_BIN)
+bench-bin: cli $(BENCH_BIN)
 
 # ---- dependencies ---------------------------------------------------------
 
@@ -100,10 +107,14 @@ $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c $(PROTO_H)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(BUILD)/obj/%.o: %.c $(HEADERS)
+# The generated pprof header comes first (order only: the .d files say
+# which objects include it).
+$(BUILD)/obj/%.o: %.c | $(PROTO_H)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2> /dev/null)
 
 # The eBPF sampler (CO-RE): vmlinux.h from the running kernel's BTF, the
 # program compiled by clang -target bpf, its DWARF dropped by bpftool's
@@ -180,11 +191,11 @@ build/fuzz/%: fuzz/%.c $(FUZZ_LIB_SRC) $(PROTO_C) $(HEADERS)
 # the top functions and the busiest process's flame graph.
 RUN_DB ?= $(BUILD)/run.db
 DEMO_DB ?= $(BUILD)/demo.db
-run: deps all
+run: deps all $(BUILD)/bench/make_demo
 	$(Q)sh scripts/run.sh $(BUILD) $(RUN_DB) $(DEMO_DB)
 
 # demo: generated profiles of a few services, imported and queried.
-demo: deps all
+demo: deps all $(BUILD)/bench/make_demo
 	$(Q)sh scripts/demo.sh $(BUILD) $(DEMO_DB)
 
 RESULTS = $(BUILD)/results.txt
@@ -212,6 +223,16 @@ FUZZ_BIN := $(FUZZ_SRC:fuzz/%.c=build/fuzz/%)
 fuzz-smoke: $(FUZZ_BIN)
 	$(Q)sh scripts/fuzz-smoke.sh $(FUZZ_SRC:fuzz/%.c=%)
 
+# check: the quick tier between edits: the build, the layer check and the
+# core suite (unit, end to end, fuzz corpus replays) of the normal build;
+# no sanitizer rebuild and no fuzzing (`make test` is the whole contract).
+check: deps
+	$(Q)rm -f $(BUILD)/results.txt
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)sh scripts/stage.sh $(BUILD)/results.txt check-layers $(MAKE) --no-print-directory check-layers
+	-$(Q)$(MAKE) --no-print-directory test-core
+	$(Q)sh scripts/summary.sh $(BUILD)/results.txt
+
 # Every stage records "pass|fail NAME" lines; the last line sums them.
 test: deps
 	$(Q)rm -f $(BUILD)/results.txt build/asan/results.txt build/fuzz/results.txt
@@ -224,7 +245,7 @@ test: deps
 	-$(Q)$(MAKE) --no-print-directory fuzz-smoke
 	$(Q)sh scripts/summary.sh $(BUILD)/results.txt build/asan/results.txt build/fuzz/results.txt
 
-bench: deps all
+bench: deps all bench-bin
 	$(Q)sh bench/run.sh $(BUILD)
 
 # ---- install ----------------------------------------------------------------
@@ -237,7 +258,7 @@ install: lib cli
 	$(Q)ln -sf libember.so.0 $(DESTDIR)$(PREFIX)/lib/libember.so
 	$(Q)cp include/ember.h $(DESTDIR)$(PREFIX)/include/
 	$(Q)cp $(BUILD)/ember $(DESTDIR)$(PREFIX)/bin/
-	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|0.1.0|' ember.pc.in \
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' ember.pc.in \
 	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/ember.pc
 
 clean:

@@ -2,7 +2,7 @@
 # bench/pprof.sh BUILD: pprof import and merge against go tool pprof, on
 # real Go CPU profiles (issue 3, "Benchmark"). Called by bench/run.sh;
 # alone: `sh bench/pprof.sh build` (BUILD holds ember and bench/bench_pprof:
-# run make first).
+# run make bench-bin first).
 #
 # Data: tests/go/profgen writes 600 successive CPU profiles of 100 ms of
 # varied work each (-n 600 -cpu 100ms; the work's seed changes per
@@ -39,7 +39,7 @@ note() { echo "bench pprof: $*" >&2; }
 die() { note "$*"; exit 1; }
 abs() { case $1 in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac; }
 for f in "$ember" "$bp"; do
-    [ -x "$f" ] || die "$f is missing: run make first"
+    [ -x "$f" ] || die "$f is missing: run make bench-bin first"
 done
 command -v go > /dev/null || die "go is missing: install golang-go (make deps)"
 export GO111MODULE=off GOFLAGS= GOCACHE="$(abs "$build/gocache")" \

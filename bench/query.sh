@@ -19,7 +19,7 @@ bin=$build/bench/bench_query
 out=$build/bench-query.md
 
 if [ ! -x "$bin" ]; then
-    echo "bench query: $bin is missing: run make first" >&2
+    echo "bench query: $bin is missing: run make bench-bin first" >&2
     exit 1
 fi
 [ $# -eq 0 ] && set -- $QUERY_ARGS

@@ -13,7 +13,7 @@ bin=$build/bench/bench_engine
 out=$build/bench-results.md
 
 if [ ! -x "$bin" ]; then
-    echo "bench: $bin is missing: run make first" >&2
+    echo "bench: $bin is missing: run make bench-bin first" >&2
     exit 1
 fi
 [ $# -eq 0 ] && set -- $BENCH_ARGS
