@@ -1,8 +1,7 @@
 /*
 ** tests/unit/test_collapsed.c: the collapsed-stacks parser (every accepted
-** shape and every error with its ORIGIN:LINE:COL), the in-memory fold
-** (dedup, growth, allocation failures) and the importer through the real
-** engine (values per stack read back by merge and snapshots, stable stack
+** shape and every error with its ORIGIN:LINE:COL) and the importer
+** through the real engine (values per stack read back by merge and snapshots, stable stack
 ** ids across imports, nothing written by a bad file).
 **
 ** Parsed stacks are rendered as "[frame][frame] value\n" so that a test
@@ -22,7 +21,7 @@
 
 #include "engine/engine.h"
 #include "ingest/ingest.h"
-#include "ingest/ingest_int.h"
+#include "ingest/pset.h"
 #include "common/testutil.h"
 
 #define DATA_DIR "tests/data/collapsed"
@@ -311,95 +310,6 @@ static void test_parse_oom(void **state)
     free(s);
 }
 
-/* ---- the fold ------------------------------------------------------------ */
-
-static int fold_text(em_fold *f, const char *text)
-{
-    return em_collapsed_parse(text, strlen(text), "f.txt", em_fold_add, f);
-}
-
-static void test_fold_dedup(void **state)
-{
-    em_fold f = { 0 };
-
-    (void)state;
-    assert_int_equal(fold_text(&f, "a;b 1\na;c 2\na;b 3\nb;a 4\nb;a;c 5\n"),
-                     EMBER_OK);
-    assert_int_equal(f.lines, 5);
-    assert_int_equal(f.nframes, 3);
-    assert_int_equal(f.nstacks, 4);
-    assert_int_equal(f.total, 15);
-    assert_int_equal(f.max_depth, 3);
-    assert_int_equal(f.max_name, 1);
-    assert_int_equal(f.stacks[0].value, 4);     /* a;b twice */
-    assert_int_equal(f.stacks[0].n, 2);
-    assert_int_equal(f.pool[f.stacks[0].off], 0);   /* "a" seen first */
-    assert_int_equal(f.pool[f.stacks[0].off + 1], 1);
-    assert_int_equal(f.stacks[2].value, 4);     /* b;a differs from a;b */
-    assert_int_equal(f.npool, 2 + 2 + 2 + 3);   /* no run of a duplicate */
-    em_fold_free(&f);
-    assert_null(f.frames);
-}
-
-/* TEXT: N lines over M names, each stack "nK;nJ" with value 1. */
-static char *many_stacks(size_t n, size_t m)
-{
-    char *text = NULL;
-    size_t len = 0;
-    FILE *out = open_memstream(&text, &len);
-
-    assert_non_null(out);
-    for (size_t i = 0; i < n; i++)
-        fprintf(out, "root;n%zu;n%zu 1\n", i % m, i / m);
-    fclose(out);
-    return text;
-}
-
-static void test_fold_growth(void **state)
-{
-    char *text = many_stacks(20000, 5000);
-    em_fold f = { 0 };
-
-    (void)state;
-    assert_int_equal(fold_text(&f, text), EMBER_OK);
-    assert_int_equal(f.nstacks, 20000);
-    assert_int_equal(f.nframes, 5001);          /* root and n0..n4999 */
-    assert_int_equal(f.frame_index.mask + 1, 16384);  /* at most half full */
-    /* The same lines again sum into the same stacks. */
-    assert_int_equal(fold_text(&f, text), EMBER_OK);
-    assert_int_equal(f.nstacks, 20000);
-    assert_int_equal(f.lines, 40000);
-    for (size_t i = 0; i < f.nstacks; i++)
-        assert_int_equal(f.stacks[i].value, 2);
-    em_fold_free(&f);
-    free(text);
-}
-
-/* Failing each allocation in turn gives ENOMEM and leaks nothing (the
-** sanitizer build checks the leaks). */
-static void test_fold_oom(void **state)
-{
-    char *text = many_stacks(3000, 300);
-    int rc = EMBER_ENOMEM;
-
-    (void)state;
-    for (uint64_t n = 1; rc != EMBER_OK; n++) {
-        em_fold f = { 0 };
-        em_alloc_fail_at(n);
-        rc = fold_text(&f, text);
-        em_alloc_fail_at(0);
-        if (rc != EMBER_OK) {
-            assert_int_equal(rc, EMBER_ENOMEM);
-            assert_non_null(strstr(em_errmsg(), "f.txt:"));
-        } else {
-            assert_int_equal(f.nstacks, 3000);
-        }
-        em_fold_free(&f);
-        assert_true(n < 1000);
-    }
-    free(text);
-}
-
 /* ---- files ---------------------------------------------------------------- */
 
 /* True for NAME.txt, the examples (not the README). */
@@ -424,17 +334,17 @@ static void test_data_files_parse(void **state)
         char path[512];
         size_t len = 0;
         char *buf;
-        em_fold f = { 0 };
+        em_pset set = { 0 };
 
         if (!is_data_file(e->d_name))
             continue;
         snprintf(path, sizeof path, "%s/%s", DATA_DIR, e->d_name);
         buf = tu_read_file(path, &len);
         assert_non_null(buf);
-        if (em_collapsed_parse(buf, len, path, em_fold_add, &f) != EMBER_OK)
+        if (em_collapsed_decode(buf, len, NULL, &set) != EMBER_OK)
             fail_msg("%s", em_errmsg());
-        assert_true(f.nstacks > 10);
-        em_fold_free(&f);
+        assert_true(set.nstacks > 10);
+        em_pset_free(&set);
         free(buf);
         nfiles++;
     }
@@ -819,9 +729,6 @@ int main(void)
         cmocka_unit_test(test_parse_callback_stops),
         cmocka_unit_test(test_parse_origin_and_args),
         cmocka_unit_test(test_parse_oom),
-        cmocka_unit_test(test_fold_dedup),
-        cmocka_unit_test(test_fold_growth),
-        cmocka_unit_test(test_fold_oom),
         cmocka_unit_test(test_data_files_parse),
         DB_TEST(test_import_basic),
         DB_TEST(test_import_twice),
