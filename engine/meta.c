@@ -15,14 +15,11 @@ struct ember_strlist {
 
 static int strlist_add(ember_strlist *l, const char *s, size_t len)
 {
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 16;
-        char **v = em_realloc(l->v, cap * sizeof *v);
-        if (v == NULL)
-            return em_err(EMBER_ENOMEM, "string list of %zu", cap);
-        l->v = v;
-        l->cap = cap;
-    }
+    char **v = em_grow(l->v, &l->cap, l->n + 1, sizeof *v);
+
+    if (v == NULL)
+        return em_err(EMBER_ENOMEM, "string list of %zu", l->n + 1);
+    l->v = v;
     l->v[l->n] = em_strndup(s, len);
     if (l->v[l->n] == NULL)
         return em_err(EMBER_ENOMEM, "string list entry");

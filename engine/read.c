@@ -985,12 +985,10 @@ static int tot_series_start(ember_totals *t, uint32_t series)
     if (t->ns > 0 && t->s[t->ns - 1].series == series)
         return EMBER_OK;
     if (t->ns == t->scap) {
-        size_t cap = t->scap ? t->scap * 2 : 16;
-        tot_series *s = em_realloc(t->s, cap * sizeof *s);
+        tot_series *s = em_grow(t->s, &t->scap, t->ns + 1, sizeof *s);
         if (s == NULL)
-            return em_err(EMBER_ENOMEM, "totals: %zu series", cap);
+            return em_err(EMBER_ENOMEM, "totals: %zu series", t->ns + 1);
         t->s = s;
-        t->scap = cap;
     }
     t->s[t->ns].series = series;
     t->s[t->ns].off = t->np;
@@ -1173,12 +1171,12 @@ static int iter_take(iter_series *s, em_chunk_profile *tp, uint32_t n,
         if (tp[p].time_ms < from || tp[p].time_ms > to)
             continue;
         if (s->np == s->pcap) {
-            size_t cap = s->pcap ? s->pcap * 2 : 64;
-            em_chunk_profile **o = em_realloc(s->order, cap * sizeof *o);
+            em_chunk_profile **o = em_grow(s->order, &s->pcap, s->np + 1,
+                                           sizeof *o);
             if (o == NULL)
-                return em_err(EMBER_ENOMEM, "iterator: %zu profiles", cap);
+                return em_err(EMBER_ENOMEM, "iterator: %zu profiles",
+                              s->np + 1);
             s->order = o;
-            s->pcap = cap;
         }
         s->order[s->np++] = &tp[p];
     }
@@ -1196,12 +1194,11 @@ static int iter_chunk(void *ctx, uint32_t series, const em_chunk *c,
     EM_UNUSED(kept);        /* the scan gets no keep set: next_point tests */
     EM_UNUSED(nkept);
     if (s->nch == s->chcap) {
-        size_t cap = s->chcap ? s->chcap * 2 : 8;
-        em_chunk_profile **tp = em_realloc(s->tp, cap * sizeof *tp);
+        em_chunk_profile **tp = em_grow(s->tp, &s->chcap, s->nch + 1,
+                                        sizeof *tp);
         if (tp == NULL)
-            return em_err(EMBER_ENOMEM, "iterator: %zu chunks", cap);
+            return em_err(EMBER_ENOMEM, "iterator: %zu chunks", s->nch + 1);
         s->tp = tp;
-        s->chcap = cap;
     }
     rc = em_chunk_transpose(c, &s->tp[s->nch]);
     if (rc != EMBER_OK)

@@ -490,12 +490,12 @@ static int pend_append(ember_txn *t, const ember_profile *p)
     int rc = em_series_intern(w, p->type, p->labels, p->nlabels, &series);
 
     if (rc == EMBER_OK && t->npend == t->cap_pend) {
-        size_t cap = t->cap_pend ? t->cap_pend * 2 : 64;
-        pend_prof *np = em_realloc(t->pend, cap * sizeof *np);
+        pend_prof *np = em_grow(t->pend, &t->cap_pend, t->npend + 1,
+                                sizeof *np);
         if (np == NULL)
-            return em_err(EMBER_ENOMEM, "append: %zu pending profiles", cap);
+            return em_err(EMBER_ENOMEM, "append: %zu pending profiles",
+                          t->npend + 1);
         t->pend = np;
-        t->cap_pend = cap;
     }
     if (rc == EMBER_OK)
         rc = samples_canon(w, p, &s, &n);

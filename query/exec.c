@@ -469,14 +469,11 @@ static void gset_free(gset *s)
 /* A new zeroed group at the end of S. */
 static int gset_push(gset *s, wgroup **g)
 {
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 8;
-        wgroup *v = em_realloc(s->v, cap * sizeof *v);
-        if (v == NULL)
-            return em_err(EMBER_ENOMEM, "query: %zu groups", cap);
-        s->v = v;
-        s->cap = cap;
-    }
+    wgroup *v = em_grow(s->v, &s->cap, s->n + 1, sizeof *v);
+
+    if (v == NULL)
+        return em_err(EMBER_ENOMEM, "query: %zu groups", s->n + 1);
+    s->v = v;
     *g = &s->v[s->n++];
     memset(*g, 0, sizeof **g);
     return EMBER_OK;

@@ -64,14 +64,9 @@ static int sset_push(sset *s, size_t n, bool durs, wser **out)
 {
     wser *w;
 
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 16;
-        wser *v = em_realloc(s->v, cap * sizeof *v);
-        if (v == NULL)
-            return em_err(EMBER_ENOMEM, "query: %zu series", cap);
-        s->v = v;
-        s->cap = cap;
-    }
+    if ((w = em_grow(s->v, &s->cap, s->n + 1, sizeof *w)) == NULL)
+        return em_err(EMBER_ENOMEM, "query: %zu series", s->n + 1);
+    s->v = w;
     w = &s->v[s->n++];
     memset(w, 0, sizeof *w);
     w->times = em_malloc(n * sizeof *w->times + 1);

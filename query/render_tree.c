@@ -66,12 +66,10 @@ static int node_new(em_ctree *t, uint32_t parent, uint32_t fn, uint32_t *ix)
     if (t->n >= UINT32_MAX - 1)
         return em_err(EMBER_ELIMIT, "call tree: more than 2^32 nodes");
     if (t->n == t->cap) {
-        size_t cap = t->cap == 0 ? 1024 : t->cap * 2;
-        em_cnode *g = em_realloc(t->nodes, cap * sizeof *g);
+        em_cnode *g = em_grow(t->nodes, &t->cap, t->n + 1, sizeof *g);
         if (g == NULL)
-            return em_err(EMBER_ENOMEM, "call tree: %zu nodes", cap);
+            return em_err(EMBER_ENOMEM, "call tree: %zu nodes", t->n + 1);
         t->nodes = g;
-        t->cap = cap;
     }
     t->nodes[t->n] = (em_cnode){ .fn = fn, .parent = parent,
         .depth = t->n == 0 ? 0 : t->nodes[parent].depth + 1 };
