@@ -77,64 +77,21 @@ static int expected_after(parser *p, const char *fmt, ...)
 
 /* ---- functions ----------------------------------------------------------------- */
 
-static const struct {
-    const char *name;
-    bool groups;                /* takes by/without */
-} fns[] = {
-    [EM_FN_MERGE] = { "merge", true },
-    [EM_FN_DIFF] = { "diff", false },
-    [EM_FN_FOCUS] = { "focus", false },
-    [EM_FN_IGNORE] = { "ignore", false },
-    [EM_FN_HIDE] = { "hide", false },
-    [EM_FN_SHOW] = { "show", false },
-    [EM_FN_TOP] = { "top", false },
-    [EM_FN_TOTAL] = { "total", false },
-    [EM_FN_RATE] = { "rate", false },
-    [EM_FN_SUM] = { "sum", true },
-    [EM_FN_AVG] = { "avg", true },
-    [EM_FN_MAX] = { "max", true },
-    [EM_FN_MIN] = { "min", true },
-    [EM_FN_COUNT] = { "count", true },
-    [EM_FN_TOPK] = { "topk", true },
-    [EM_FN_BOTTOMK] = { "bottomk", true },
-    [EM_FN_PROFILE_TYPES] = { "profile_types", false },
-    [EM_FN_LABEL_NAMES] = { "label_names", false },
-    [EM_FN_LABEL_VALUES] = { "label_values", false },
-};
-
-const char *em_fn_name(em_fn fn)
-{
-    if ((unsigned)fn >= EM_ARRAY_LEN(fns))
-        return NULL;
-    return fns[fn].name;
-}
-
-/* The function spelled by the LEN bytes at S (case matters, as in PromQL's
-** functions); 0 when none. */
-static em_fn fn_lookup(const char *s, size_t len)
-{
-    for (size_t f = 1; f < EM_ARRAY_LEN(fns); f++) {
-        if (strlen(fns[f].name) == len && memcmp(fns[f].name, s, len) == 0)
-            return (em_fn)f;
-    }
-    return 0;
-}
-
 /* Writes the names of the functions (only those taking by/without when
 ** GROUPING) into BUF, separated by ", " and the last by LAST. */
 static void fn_list(char *buf, size_t cap, bool grouping, const char *last)
 {
     size_t n = 0, count = 0, total = 0;
 
-    for (size_t f = 1; f < EM_ARRAY_LEN(fns); f++)
-        total += !grouping || fns[f].groups;
+    for (em_fn f = EM_FN_MERGE; em_fn_get(f) != NULL; f++)
+        total += !grouping || em_fn_get(f)->grouping;
     buf[0] = '\0';
-    for (size_t f = 1; f < EM_ARRAY_LEN(fns) && n < cap; f++) {
-        if (grouping && !fns[f].groups)
+    for (em_fn f = EM_FN_MERGE; em_fn_get(f) != NULL && n < cap; f++) {
+        if (grouping && !em_fn_get(f)->grouping)
             continue;
         count++;
         n += (size_t)snprintf(buf + n, cap - n, "%s%s", count == 1 ? "" :
-                              count == total ? last : ", ", fns[f].name);
+                              count == total ? last : ", ", em_fn_name(f));
     }
 }
 
@@ -184,12 +141,12 @@ static const char *fn_closest(const char *s, size_t len)
     const char *best = NULL;
     size_t best_d = len <= 4 ? 2 : 3;
 
-    for (size_t f = 1; f < EM_ARRAY_LEN(fns); f++) {
-        size_t dist = em_edit_distance(s, len, fns[f].name,
-                                       strlen(fns[f].name), false);
+    for (em_fn f = EM_FN_MERGE; em_fn_get(f) != NULL; f++) {
+        const char *name = em_fn_name(f);
+        size_t dist = em_edit_distance(s, len, name, strlen(name), false);
         if (dist < best_d) {
             best_d = dist;
-            best = fns[f].name;
+            best = name;
         }
     }
     return best;
@@ -600,16 +557,16 @@ static int parse_grouping(parser *p, em_call *c)
     char list[128];
     int rc;
 
-    if (!fns[c->fn].groups) {
+    if (!em_fn_get(c->fn)->grouping) {
         fn_list(list, sizeof list, true, " and ");
         return em_query_error(p->src, kw.pos, "%s takes no grouping: by and "
-                              "without apply only to %s", fns[c->fn].name,
+                              "without apply only to %s", em_fn_name(c->fn),
                               list);
     }
     if (c->grouping != EM_GROUP_NONE)
         return em_query_error(p->src, kw.pos, "the grouping is given twice: "
                               "write by or without either before or after "
-                              "the arguments of %s", fns[c->fn].name);
+                              "the arguments of %s", em_fn_name(c->fn));
     c->grouping = kw.kind == EM_TOK_BY ? EM_GROUP_BY : EM_GROUP_WITHOUT;
     if ((rc = advance(p)) != EMBER_OK)
         return rc;
@@ -688,7 +645,7 @@ static int parse_args(parser *p, em_call *c, int depth)
             if ((rc = misplaced(p, arg)) != EMBER_OK)
                 return rc;
             return expected_after(p, "',' or ')' after argument %zu of %s",
-                                  c->nargs, fns[c->fn].name);
+                                  c->nargs, em_fn_name(c->fn));
         }
         if ((rc = advance(p)) != EMBER_OK)
             return rc;
@@ -709,7 +666,7 @@ static int parse_call(parser *p, em_node *n, int depth)
                        "deep", MAX_DEPTH);
         return EMBER_ELIMIT;
     }
-    if ((c->fn = fn_lookup(p->src + name.pos, name.len)) == 0)
+    if ((c->fn = em_fn_lookup(p->src + name.pos, name.len)) == 0)
         return unknown_function(p, &name);
     if ((rc = advance(p)) != EMBER_OK)
         return rc;
@@ -717,7 +674,7 @@ static int parse_call(parser *p, em_node *n, int depth)
         return rc;
     if (p->tok.kind != EM_TOK_LPAREN)
         return expected_after(p, "'(' and the arguments of %s after the "
-                              "grouping", fns[c->fn].name);
+                              "grouping", em_fn_name(c->fn));
     if ((rc = parse_args(p, c, depth + 1)) != EMBER_OK)
         return rc;
     if (is_grouping(p->tok.kind))

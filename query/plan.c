@@ -29,62 +29,11 @@ typedef struct pctx {
     const char *text;
 } pctx;
 
-/* ---- functions: names, signatures, kinds ------------------------------------ */
-
-typedef struct fn_info {
-    em_fn fn;
-    const char *name;
-    const char *sig;            /* "focus expects ..." without the name */
-    unsigned min, max;          /* argument counts */
-    bool grouping;              /* takes by/without */
-    int kind;                   /* what it gives: EMBER_RESULT_* */
-} fn_info;
-
-static const fn_info fns[] = {
-    { EM_FN_MERGE, "merge", "a profile", 1, 1, true, EMBER_RESULT_PROFILE },
-    { EM_FN_DIFF, "diff", "two profiles (base, target)", 2, 2, false,
-      EMBER_RESULT_DIFF },
-    { EM_FN_FOCUS, "focus", "a profile and a regex string", 2, 2, false,
-      EMBER_RESULT_PROFILE },
-    { EM_FN_IGNORE, "ignore", "a profile and a regex string", 2, 2, false,
-      EMBER_RESULT_PROFILE },
-    { EM_FN_HIDE, "hide", "a profile and a regex string", 2, 2, false,
-      EMBER_RESULT_PROFILE },
-    { EM_FN_SHOW, "show", "a profile and a regex string", 2, 2, false,
-      EMBER_RESULT_PROFILE },
-    { EM_FN_TOP, "top", "a profile and a number", 2, 2, false,
-      EMBER_RESULT_PROFILE },
-    { EM_FN_TOTAL, "total", "a selector", 1, 1, false, EMBER_RESULT_SERIES },
-    { EM_FN_RATE, "rate", "a series", 1, 1, false, EMBER_RESULT_SERIES },
-    { EM_FN_SUM, "sum", "a series", 1, 1, true, EMBER_RESULT_SERIES },
-    { EM_FN_AVG, "avg", "a series", 1, 1, true, EMBER_RESULT_SERIES },
-    { EM_FN_MAX, "max", "a series", 1, 1, true, EMBER_RESULT_SERIES },
-    { EM_FN_MIN, "min", "a series", 1, 1, true, EMBER_RESULT_SERIES },
-    { EM_FN_COUNT, "count", "a series", 1, 1, true, EMBER_RESULT_SERIES },
-    { EM_FN_TOPK, "topk", "a number and a series", 2, 2, true,
-      EMBER_RESULT_SERIES },
-    { EM_FN_BOTTOMK, "bottomk", "a number and a series", 2, 2, true,
-      EMBER_RESULT_SERIES },
-    { EM_FN_PROFILE_TYPES, "profile_types", "an optional selector", 0, 1,
-      false, EMBER_RESULT_TABLE },
-    { EM_FN_LABEL_NAMES, "label_names", "an optional selector", 0, 1, false,
-      EMBER_RESULT_TABLE },
-    { EM_FN_LABEL_VALUES, "label_values",
-      "a label name and an optional selector", 1, 2, false,
-      EMBER_RESULT_TABLE },
-};
-
-static const fn_info *fn_find(em_fn fn)
-{
-    for (size_t i = 0; i < EM_ARRAY_LEN(fns); i++)
-        if (fns[i].fn == fn)
-            return &fns[i];
-    return NULL;
-}
+/* ---- functions: kinds and arguments (the catalogue: query/functions.c) ----- */
 
 static int call_kind(const em_node *n)
 {
-    const fn_info *f = fn_find(n->u.call.fn);
+    const em_fn_info *f = em_fn_get(n->u.call.fn);
     return f != NULL ? f->kind : 0;
 }
 
@@ -109,11 +58,11 @@ static const char *node_desc(const em_node *n)
 /* The caret error for argument I (0-based) of call N. */
 static int arg_error(pctx *c, const em_node *n, size_t i, const char *why)
 {
-    const fn_info *f = fn_find(n->u.call.fn);
+    const em_fn_info *f = em_fn_get(n->u.call.fn);
     const em_node *a = n->u.call.args[i];
 
     return em_query_error(c->text, a->pos, "%s expects %s: argument %zu %s%s",
-                          f->name, f->sig, i + 1, why != NULL ? why : "is ",
+                          f->name, f->args, i + 1, why != NULL ? why : "is ",
                           why != NULL ? "" : node_desc(a));
 }
 
@@ -121,15 +70,15 @@ static int arg_error(pctx *c, const em_node *n, size_t i, const char *why)
 static int call_check(pctx *c, const em_node *n)
 {
     const em_call *call = &n->u.call;
-    const fn_info *f = fn_find(call->fn);
+    const em_fn_info *f = em_fn_get(call->fn);
 
     if (f == NULL)
         return em_query_error(c->text, call->name_pos, "unknown function");
-    if (call->nargs < f->min || call->nargs > f->max) {
-        size_t at = call->nargs > f->max ? call->args[f->max]->pos
+    if (call->nargs < f->min_args || call->nargs > f->max_args) {
+        size_t at = call->nargs > f->max_args ? call->args[f->max_args]->pos
                                          : call->name_pos;
         return em_query_error(c->text, at, "%s expects %s: got %zu "
-                              "argument%s", f->name, f->sig, call->nargs,
+                              "argument%s", f->name, f->args, call->nargs,
                               call->nargs == 1 ? "" : "s");
     }
     if (call->grouping != EM_GROUP_NONE && !f->grouping)
@@ -507,7 +456,7 @@ static int plan_pexpr(pctx *c, const em_node *n, em_plan *p)
         return plan_filter(c, n, p);
     default:
         return em_query_error(c->text, n->pos, "expected a profile: %s "
-                              "is %s", fn_find(n->u.call.fn)->name,
+                              "is %s", em_fn_get(n->u.call.fn)->name,
                               node_desc(n));
     }
 }

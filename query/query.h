@@ -104,8 +104,9 @@ typedef enum em_node_kind {
     EM_NODE_STRING          /* u.str: "regex", "pod" (escapes resolved) */
 } em_node_kind;
 
-/* The functions of the language (docs/query-language.md). The parser knows
-** their names and nothing else; the planner checks arity and kinds. */
+/* The functions of the language (docs/query-language.md). Their names,
+** arguments and kinds are one catalogue, query/functions.c: the parser
+** reads names and by/without from it, the planner arity and kinds. */
 typedef enum em_fn {
     EM_FN_MERGE = 1,        /* merge [by|without (l...)] (P): profile(s) */
     EM_FN_DIFF,             /* diff(BASE, TARGET): diff profile(s) */

@@ -31,6 +31,22 @@ bool em_map64_get(const em_map64 *m, uint64_t key, uint64_t *val);
 int em_map64_put(em_map64 *m, uint64_t key, uint64_t val);
 void em_map64_free(em_map64 *m);
 
+/* One function of the language (query/functions.c, the catalogue). */
+typedef struct em_fn_info {
+    const char *name;           /* "merge", "label_values", ... */
+    const char *args;           /* "focus expects ..." without the name */
+    unsigned min_args, max_args;
+    bool grouping;              /* takes by/without */
+    int kind;                   /* what it gives: EMBER_RESULT_* */
+} em_fn_info;
+
+/* FN's entry; NULL for a value that names no function. Functions are the
+** em_fn values from EM_FN_MERGE up while this is not NULL. */
+const em_fn_info *em_fn_get(em_fn fn);
+/* The function spelled by the LEN bytes at S (case matters, as in PromQL's
+** functions); 0 when none. */
+em_fn em_fn_lookup(const char *s, size_t len);
+
 /* Edit distance (optimal string alignment: a swap of neighbours is one
 ** edit), ignoring ASCII case, between the N bytes at A and the M at B; with
 ** WITHIN, between A and the closest substring of B. SIZE_MAX when N or M
