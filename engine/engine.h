@@ -179,6 +179,56 @@ static inline uint64_t em_get_le64(const uint8_t *p)
     return (uint64_t)em_get_le32(p) | (uint64_t)em_get_le32(p + 4) << 32;
 }
 
+/* ---- UTF-8 (engine/utf8.c) ---------------------------------------------- */
+
+/* What em_utf8_decode yields for a byte that starts no character. */
+#define EM_UTF8_BAD 0xfffdu
+
+/* Decodes the character at S (N > 0 bytes there; never reads past them)
+** into *CP and returns its width, 1 to 4. Only the shortest form of a
+** scalar value is a character: an overlong form, a surrogate, a value past
+** U+10FFFF, a truncated sequence, a stray continuation byte and 0xC0, 0xC1,
+** 0xF5..0xFF each decode as one byte, EM_UTF8_BAD of width 1, as Go's
+** utf8.DecodeRune and RE2 do (the regex matches such a byte by its value,
+** docs/regex.md), so every scan advances. Inline: the regex VM calls it per
+** subject character. */
+static inline unsigned em_utf8_decode(const uint8_t *s, size_t n,
+                                      uint32_t *cp)
+{
+    uint8_t b = s[0], lo = 0x80, hi = 0xbf;
+    unsigned need;
+    uint32_t c;
+
+    *cp = b;
+    if (b < 0x80)
+        return 1;
+    *cp = EM_UTF8_BAD;
+    if (b >= 0xc2 && b <= 0xdf) {
+        need = 1, c = b & 0x1f;
+    } else if (b >= 0xe0 && b <= 0xef) {    /* bounds bar overlong, D800.. */
+        need = 2, c = b & 0x0f;
+        lo = b == 0xe0 ? 0xa0 : 0x80, hi = b == 0xed ? 0x9f : 0xbf;
+    } else if (b >= 0xf0 && b <= 0xf4) {    /* ... overlong, past 10FFFF */
+        need = 3, c = b & 0x07;
+        lo = b == 0xf0 ? 0x90 : 0x80, hi = b == 0xf4 ? 0x8f : 0xbf;
+    } else {
+        return 1;
+    }
+    if (n <= need || s[1] < lo || s[1] > hi)
+        return 1;
+    for (unsigned k = 1; k <= need; k++) {
+        if ((s[k] & 0xc0) != 0x80)
+            return 1;
+        c = (c << 6) | (s[k] & 0x3f);
+    }
+    *cp = c;
+    return need + 1;
+}
+
+/* Characters in the N bytes at S as em_utf8_decode reads them: each byte
+** that starts none counts one. */
+size_t em_utf8_count(const char *s, size_t n);
+
 /* ---- growable byte buffer (engine/buf.c) --------------------------------- */
 
 typedef struct em_buf {

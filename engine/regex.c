@@ -101,36 +101,16 @@ struct em_regex {
 
 /* ---- UTF-8 units -------------------------------------------------------- */
 
-/* Decodes the unit at S (N > 0 bytes there) into *CP and returns its length:
-** a well-formed multi-byte character (no overlongs, surrogates or values
-** past U+10FFFF, as Go and RE2 decode), else one byte with *CP the byte. */
-static unsigned utf8_unit(const uint8_t *s, size_t n, uint32_t *cp)
+/* The unit at S (N > 0 bytes there) into *CP, returning its length: the
+** character em_utf8_decode reads, or one byte that starts none with *CP
+** that byte, which is how classes and literals match it (docs/regex.md). */
+static inline unsigned utf8_unit(const uint8_t *s, size_t n, uint32_t *cp)
 {
-    uint8_t b = s[0], lo = 0x80, hi = 0xbf;
-    unsigned need;
-    uint32_t c;
+    unsigned w = em_utf8_decode(s, n, cp);
 
-    *cp = b;
-    if (b >= 0xc2 && b <= 0xdf) {
-        need = 1, c = b & 0x1f;
-    } else if (b >= 0xe0 && b <= 0xef) {
-        need = 2, c = b & 0x0f;
-        lo = b == 0xe0 ? 0xa0 : 0x80, hi = b == 0xed ? 0x9f : 0xbf;
-    } else if (b >= 0xf0 && b <= 0xf4) {
-        need = 3, c = b & 0x07;
-        lo = b == 0xf0 ? 0x90 : 0x80, hi = b == 0xf4 ? 0x8f : 0xbf;
-    } else {
-        return 1;
-    }
-    if (n <= need || s[1] < lo || s[1] > hi)
-        return 1;
-    for (unsigned k = 1; k <= need; k++) {
-        if ((s[k] & 0xc0) != 0x80)
-            return 1;
-        c = (c << 6) | (s[k] & 0x3f);
-    }
-    *cp = c;
-    return need + 1;
+    if (w == 1)
+        *cp = s[0];
+    return w;
 }
 
 static bool bit_has(const uint32_t *bits, uint32_t c)

@@ -535,35 +535,20 @@ void em_render_name(FILE *f, const char *name)
     fwrite(run, 1, (size_t)(name - run), f);
 }
 
-/* Bytes of the UTF-8 character at S (1 for a stray or bad byte). */
-static size_t utf8_len(const unsigned char *s)
-{
-    size_t n = s[0] < 0x80 ? 1 : (s[0] & 0xe0) == 0xc0 ? 2 :
-               (s[0] & 0xf0) == 0xe0 ? 3 : (s[0] & 0xf8) == 0xf0 ? 4 : 1;
-
-    for (size_t i = 1; i < n; i++)
-        if ((s[i] & 0xc0) != 0x80)
-            return 1;
-    return n;
-}
-
 size_t em_render_cols(const char *name)
 {
-    size_t cols = 0;
-
-    for (const unsigned char *s = (const unsigned char *)name; *s != '\0';
-         s += utf8_len(s))
-        cols++;
-    return cols;
+    return em_utf8_count(name, strlen(name));
 }
 
 /* Appends up to COLS characters of NAME; returns how many it wrote. */
 static size_t fit_chars(em_buf *b, const unsigned char *s, size_t cols)
 {
+    const unsigned char *end = s + strlen((const char *)s);
     size_t done = 0;
+    uint32_t cp;
 
-    for (; *s != '\0' && done < cols; done++) {
-        size_t n = utf8_len(s);
+    for (; s < end && done < cols; done++) {
+        size_t n = em_utf8_decode(s, (size_t)(end - s), &cp);
         if (n == 1 && (s[0] < 0x20 || s[0] >= 0x7f))
             b->p[b->len++] = s[0] >= 0x80 ? '?' : ' ';
         else

@@ -93,13 +93,14 @@ const char *em_render_number(double v, char buf[40]);
 /* A double in UNIT for people: "1.20s", "350ms/s", "1.5", "12". */
 const char *em_render_value(double v, const char *unit, char buf[64]);
 /* Appends NAME to B in exactly COLS display columns (UTF-8 characters
-** count one each; control characters become ' '): padded with spaces, or
+** count one each; control characters become ' ', and each byte that
+** starts no character (em_utf8_decode) '?'): padded with spaces, or
 ** cut to COLS - 2 characters and ".." when longer (to COLS when COLS < 3). */
 int em_render_fit(em_buf *b, const char *name, size_t cols);
 /* Writes NAME with control characters as ' ', so one name stays one line
 ** and cannot move the cursor. */
 void em_render_name(FILE *f, const char *name);
-/* Display columns of NAME (UTF-8 characters). */
+/* Display columns of NAME (UTF-8 characters, as em_utf8_count). */
 size_t em_render_cols(const char *name);
 /* The sign and relative size of CHANGE against BASE: "+25.00%", "-100%",
 ** "new" when BASE is 0, "0%" when CHANGE is. BUF holds 24 bytes. */

@@ -97,32 +97,6 @@ static void jw_u64(jw *w, uint64_t v)
 
 /* ---- strings ----------------------------------------------------------------------- */
 
-/* Bytes of the valid UTF-8 sequence at S (never past a NUL), 0 if none. */
-static size_t utf8_valid(const unsigned char *s)
-{
-    size_t n;
-    uint32_t cp;
-
-    if (s[0] < 0x80)
-        return 1;
-    n = (s[0] & 0xe0) == 0xc0 ? 2 : (s[0] & 0xf0) == 0xe0 ? 3 :
-        (s[0] & 0xf8) == 0xf0 ? 4 : 0;
-    if (n == 0)
-        return 0;
-    cp = s[0] & (0x7fu >> n);
-    for (size_t i = 1; i < n; i++) {
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-        cp = cp << 6 | (s[i] & 0x3fu);
-    }
-    /* overlong forms, surrogates and past U+10FFFF are not UTF-8 */
-    if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) ||
-        (n == 4 && cp < 0x10000) || cp > 0x10ffff ||
-        (cp >= 0xd800 && cp <= 0xdfff))
-        return 0;
-    return n;
-}
-
 /* The escape of byte C, or NULL when it needs none. BUF holds 8 bytes. */
 static const char *json_escape(unsigned char c, char buf[8])
 {
@@ -146,7 +120,9 @@ static void jw_string(jw *w, const char *str)
 {
     const unsigned char *s = (const unsigned char *)(str != NULL ? str : "");
     const unsigned char *run = s;       /* bytes that pass as they are */
+    const unsigned char *end = s + strlen((const char *)s);
     char esc[8];
+    uint32_t cp;
 
     jw_put(w, "\"", 1);
     while (*s != '\0') {
@@ -157,8 +133,10 @@ static void jw_string(jw *w, const char *str)
             continue;
         }
         e = json_escape(*s, esc);
-        n = e == NULL ? utf8_valid(s) : 0;
-        if (n > 0) {
+        /* here a byte >= 0x80 when E is NULL: one that starts no
+        ** character (width 1) becomes U+FFFD */
+        n = e == NULL ? em_utf8_decode(s, (size_t)(end - s), &cp) : 0;
+        if (n > 1) {
             s += n;
             continue;
         }

@@ -81,45 +81,6 @@ typedef struct svg {
 
 /* ---- text ------------------------------------------------------------ */
 
-/* Decodes the UTF-8 character at S into *CP and returns its length; a byte
-** that starts no valid character (overlong, surrogate, past U+10FFFF,
-** truncated) is one U+FFFD, so that every name becomes valid XML. */
-static size_t utf8_next(const unsigned char *s, uint32_t *cp)
-{
-    static const uint32_t mins[] = { 0, 0, 0x80, 0x800, 0x10000 };
-    size_t n = s[0] < 0x80 ? 1 : s[0] >= 0xc2 && s[0] <= 0xdf ? 2
-             : s[0] >= 0xe0 && s[0] <= 0xef ? 3
-             : s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : 0;
-    uint32_t c = n == 1 ? s[0] : n == 2 ? s[0] & 0x1fu
-               : n == 3 ? s[0] & 0x0fu : s[0] & 0x07u;
-
-    for (size_t i = 1; i < n; i++) {
-        if ((s[i] & 0xc0) != 0x80)
-            n = 0;                  /* stops at the NUL too */
-        if (n == 0)
-            break;
-        c = c << 6 | (s[i] & 0x3fu);
-    }
-    if (n == 0 || c < mins[n] || c > 0x10ffff ||
-        (c >= 0xd800 && c <= 0xdfff)) {
-        *cp = 0xfffd;
-        return 1;
-    }
-    *cp = c;
-    return n;
-}
-
-/* Code points of S as written (one per decoded or replaced character). */
-static size_t utf8_count(const char *s)
-{
-    size_t n = 0;
-    uint32_t cp;
-
-    for (const unsigned char *u = (const unsigned char *)s; *u != '\0'; n++)
-        u += utf8_next(u, &cp);
-    return n;
-}
-
 /* Writes code point CP as XML character data: markup characters as
 ** entities, control characters (which XML 1.0 cannot carry even as
 ** references) as their Unicode control pictures, U+FFFE/U+FFFF as U+FFFD. */
@@ -167,13 +128,16 @@ static void put_cp(FILE *f, uint32_t cp)
 ** and "..", as the script's label() does on zoom. */
 static void put_text(FILE *f, const char *s, size_t max)
 {
-    const unsigned char *u = (const unsigned char *)s;
-    size_t keep = max != SIZE_MAX && utf8_count(s) > max ? max - 2
-                                                         : SIZE_MAX;
+    const uint8_t *u = (const uint8_t *)s;
+    size_t len = strlen(s), at = 0;
+    size_t keep = max != SIZE_MAX && em_utf8_count(s, len) > max ? max - 2
+                                                                 : SIZE_MAX;
     uint32_t cp;
 
-    for (size_t i = 0; *u != '\0' && i < keep; i++) {
-        u += utf8_next(u, &cp);
+    /* a byte that starts no character is one U+FFFD, so that every name
+    ** becomes valid XML */
+    for (size_t i = 0; at < len && i < keep; i++) {
+        at += em_utf8_decode(u + at, len - at, &cp);
         put_cp(f, cp);
     }
     if (keep != SIZE_MAX)
@@ -604,7 +568,8 @@ static void put_head(const svg *s, const char *title, int64_t height)
             "</defs>\n<rect width=\"100%%\" height=\"100%%\" "
             "fill=\"url(#bg)\"/>\n<text id=\"title\" x=\"%d\" y=\"24\">",
             svg_style, SVG_W / 2);
-    if (utf8_count(title) > TITLE_MAX) {     /* the whole as a tooltip */
+    /* the whole as a tooltip */
+    if (em_utf8_count(title, strlen(title)) > TITLE_MAX) {
         fputs("<title>", s->f);
         put_text(s->f, title, SIZE_MAX);
         fputs("</title>", s->f);

@@ -18,6 +18,7 @@
 #include "engine/engine.h"
 #include "query/query.h"
 #include "query/query_int.h"
+#include "query/render_int.h"
 #include "common/testutil.h"
 
 /* ---- building profiles ---------------------------------------------------------- */
@@ -572,6 +573,27 @@ static void fail_each_allocation(render_fn fn)
     em_rprofile_free(&p);
 }
 
+/* The text renderers read names with the strict decoder: an overlong form
+** ("/" as C0 AF) is two bad bytes, two columns of '?', not one character
+** copied through for a terminal to decode. */
+static void test_fit_rejects_overlong(void **state)
+{
+    em_buf b = { 0 };
+    (void)state;
+
+    assert_int_equal(em_render_cols("a\xc0\xaf"), 3);
+    assert_int_equal(em_render_cols("a\xed\xa0\x80"), 4);  /* surrogate */
+    assert_int_equal(em_render_cols("h\xc3\xa9"), 2);
+    assert_int_equal(em_render_fit(&b, "a\xc0\xaf" "b", 6), EMBER_OK);
+    assert_int_equal(b.len, 6);
+    assert_memory_equal(b.p, "a??b  ", 6);
+    b.len = 0;
+    assert_int_equal(em_render_fit(&b, "\xe0\x80\xafxyz", 5), EMBER_OK);
+    assert_int_equal(b.len, 5);
+    assert_memory_equal(b.p, "???..", 5);
+    em_buf_free(&b);
+}
+
 static void test_render_out_of_memory(void **state)
 {
     int rc = EMBER_ENOMEM;
@@ -615,6 +637,7 @@ int main(void)
         cmocka_unit_test(test_format_value),
         cmocka_unit_test(test_unit_pick),
         cmocka_unit_test(test_format_percent),
+        cmocka_unit_test(test_fit_rejects_overlong),
         cmocka_unit_test(test_render_out_of_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
