@@ -529,6 +529,20 @@ static void diagnose(arena *a, const uint8_t *b, size_t len, char *why,
 /* Lists in c->nul the string table entries of B that hold a NUL byte:
 ** protobuf-c hands strings out as C strings, their length lost, so only
 ** the wire says. One walk over the top-level fields (a sample is one). */
+#define STRING_KEY ((6u << 3) | 2)     /* string_table: field 6 */
+
+/* Notes in c->nul the string table entry *IDX when its SIZE bytes at S
+** hold a NUL, and counts it. */
+static int nul_note(pctx *c, const uint8_t *s, uint64_t size, uint64_t *idx)
+{
+    int rc = EMBER_OK;
+
+    if (memchr(s, '\0', (size_t)size) != NULL)
+        rc = em_buf_put(&c->nul, idx, sizeof *idx);
+    (*idx)++;
+    return rc;
+}
+
 static int find_nul_strings(pctx *c, const uint8_t *b, size_t len)
 {
     size_t pos = 0;
@@ -542,11 +556,8 @@ static int find_nul_strings(pctx *c, const uint8_t *b, size_t len)
         pos = (size_t)(q - b);
         if (!skip_value(b, len, &pos, (unsigned)(tag & 7), &size))
             break;
-        if (tag != (6 << 3 | 2))
-            continue;
-        if (memchr(b + pos - size, '\0', (size_t)size) != NULL)
-            rc = em_buf_put(&c->nul, &idx, sizeof idx);
-        idx++;
+        if (tag == STRING_KEY)
+            rc = nul_note(c, b + pos - size, size, &idx);
     }
     return rc == EMBER_OK ? rc : em_err_prefix(rc, "%s", c->origin);
 }
@@ -555,12 +566,14 @@ static int find_nul_strings(pctx *c, const uint8_t *b, size_t len)
 
 /* Copies the top-level fields of the LEN bytes at B but the samples into
 ** REST, a run of fields at a time (writers put the samples together),
-** counting the samples and noting where the first one is; false when the
+** counting the samples, noting where the first one is and, in the same
+** walk, which strings hold a NUL (find_nul_strings); false when the
 ** framing is bad. */
 static bool split_samples(pctx *c, const uint8_t *b, size_t len, em_buf *rest,
                           int *rc)
 {
     size_t pos = 0, run = 0;        /* the run of other fields from RUN */
+    uint64_t idx = 0;               /* string table entries seen */
 
     *rc = EMBER_OK;
     while (pos < len) {
@@ -571,6 +584,9 @@ static bool split_samples(pctx *c, const uint8_t *b, size_t len, em_buf *rest,
             return false;
         pos = (size_t)(q - b);
         if (!skip_value(b, len, &pos, (unsigned)(tag & 7), &size))
+            return false;
+        if (tag == STRING_KEY &&
+            (*rc = nul_note(c, b + pos - size, size, &idx)) != EMBER_OK)
             return false;
         if (tag != SAMPLE_KEY)
             continue;
@@ -626,7 +642,9 @@ static int unpack(pctx *c, arena *a, const void *buf, size_t len)
         return em_err(EMBER_EINVAL, "%s: not a valid pprof protobuf (no "
                       "pprof field, %u unknown ones)", c->origin,
                       c->p->base.n_unknown_fields);
-    return find_nul_strings(c, buf, len);
+    /* a split input had its strings checked as it was split */
+    return len <= em_pprof_whole_max ? find_nul_strings(c, buf, len)
+                                     : EMBER_OK;
 }
 
 /* ---- pass 2: checks ----------------------------------------------------- */

@@ -62,11 +62,11 @@ static void sset_free(sset *s)
 /* A new zeroed series at the end of S with room for N points. */
 static int sset_push(sset *s, size_t n, bool durs, wser **out)
 {
-    wser *w;
+    wser *v = em_grow(s->v, &s->cap, s->n + 1, sizeof *v), *w;
 
-    if ((w = em_grow(s->v, &s->cap, s->n + 1, sizeof *w)) == NULL)
+    if (v == NULL)
         return em_err(EMBER_ENOMEM, "query: %zu series", s->n + 1);
-    s->v = w;
+    s->v = v;
     w = &s->v[s->n++];
     memset(w, 0, sizeof *w);
     w->times = em_malloc(n * sizeof *w->times + 1);
