@@ -526,9 +526,6 @@ static void diagnose(arena *a, const uint8_t *b, size_t len, char *why,
     }
 }
 
-/* Lists in c->nul the string table entries of B that hold a NUL byte:
-** protobuf-c hands strings out as C strings, their length lost, so only
-** the wire says. One walk over the top-level fields (a sample is one). */
 #define STRING_KEY ((6u << 3) | 2)     /* string_table: field 6 */
 
 /* Notes in c->nul the string table entry *IDX when its SIZE bytes at S
@@ -543,6 +540,9 @@ static int nul_note(pctx *c, const uint8_t *s, uint64_t size, uint64_t *idx)
     return rc;
 }
 
+/* Lists in c->nul the string table entries of B that hold a NUL byte:
+** protobuf-c hands strings out as C strings, their length lost, so only
+** the wire says. One walk over the top-level fields (a sample is one). */
 static int find_nul_strings(pctx *c, const uint8_t *b, size_t len)
 {
     size_t pos = 0;
