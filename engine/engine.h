@@ -271,6 +271,27 @@ static inline int em_buf_varint(em_buf *b, uint64_t v)
 ** definition is part of the file format (docs/file-format.md). */
 uint64_t em_hash64(const void *data, size_t n, uint64_t seed);
 
+/* A table of ENTRY slots for the template engine/htab.h, which defines its
+** functions. Zeroed, it is an empty table with no slots. */
+#define EM_HTAB_TYPE(entry)                                                  \
+    struct {                                                                 \
+        entry *slots;                                                        \
+        size_t mask;        /* slot count minus one; 0 with no slots */      \
+        size_t count;       /* slots in use */                               \
+    }
+
+/* Mixes a small integer key (an id, a pid) into a hash whose low bits
+** spread, for the tables of engine/htab.h: murmur3's 64-bit finalizer. */
+static inline uint64_t em_mix64(uint64_t k)
+{
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdULL;
+    k ^= k >> 33;
+    k *= 0xc4ceb9fe1a85ec53ULL;
+    k ^= k >> 33;
+    return k;
+}
+
 /* ---- regular expressions (engine/regex.c) -------------------------------- */
 
 /* A compiled, fully anchored regular expression matched by a Thompson-NFA
