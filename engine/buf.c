@@ -6,21 +6,18 @@
 
 int em_buf_grow(em_buf *b, size_t extra)
 {
-    size_t need = b->len + extra, cap;
+    size_t need = b->len + extra;
     uint8_t *p;
 
     if (need < b->len)
         return em_err(EMBER_ELIMIT, "buffer: size overflow");
     if (need <= b->cap)
         return EMBER_OK;
-    cap = b->cap < 64 ? 64 : b->cap;
-    while (cap < need)
-        cap = cap * 2 < cap ? need : cap * 2;
-    p = em_realloc(b->p, cap);
+    /* at least 64 bytes, so that small encodings take one allocation */
+    p = em_grow(b->p, &b->cap, need < 64 ? 64 : need, 1);
     if (p == NULL)
-        return em_err(EMBER_ENOMEM, "buffer: %zu bytes", cap);
+        return em_err(EMBER_ENOMEM, "buffer: %zu bytes", need);
     b->p = p;
-    b->cap = cap;
     return EMBER_OK;
 }
 

@@ -500,14 +500,11 @@ static int merge_span_add(merge_acc *m, const em_chunk *c, const uint8_t *in)
     merge_span *sp = &m->span;
 
     if (m->nkeys + c->h.nprofiles > m->cap_keys) {
-        size_t cap = m->cap_keys == 0 ? 256 : m->cap_keys * 2;
-        span_key *k;
-        while (cap < m->nkeys + c->h.nprofiles)
-            cap *= 2;
-        if ((k = em_realloc(m->keys, cap * sizeof *k)) == NULL)
-            return em_err(EMBER_ENOMEM, "merge: %zu profile headers", cap);
+        size_t need = m->nkeys + c->h.nprofiles;
+        span_key *k = em_grow(m->keys, &m->cap_keys, need, sizeof *k);
+        if (k == NULL)
+            return em_err(EMBER_ENOMEM, "merge: %zu profile headers", need);
         m->keys = k;
-        m->cap_keys = cap;
     }
     for (uint32_t p = 0; p < c->h.nprofiles; p++) {
         if (in != NULL && !in[p])
@@ -961,20 +958,22 @@ typedef struct tot_acc {
     ember_totals *t;
 } tot_acc;
 
+/* Grows the three parallel point arrays alike: each em_grow starts from
+** the same capacity, so each reaches the same one. */
 static int tot_reserve(ember_totals *t, size_t np)
 {
-    size_t cap = t->pcap ? t->pcap : 256;
     int64_t **arrays[3] = { &t->times, &t->values, &t->durations };
+    size_t cap = t->pcap;
 
     if (t->np + np <= t->pcap)
         return EMBER_OK;
-    while (cap < t->np + np)
-        cap *= 2;
     for (int i = 0; i < 3; i++) {
-        int64_t *a = em_realloc(*arrays[i], cap * sizeof *a);
+        size_t c = t->pcap;
+        int64_t *a = em_grow(*arrays[i], &c, t->np + np, sizeof *a);
         if (a == NULL)
-            return em_err(EMBER_ENOMEM, "totals: %zu points", cap);
+            return em_err(EMBER_ENOMEM, "totals: %zu points", t->np + np);
         *arrays[i] = a;
+        cap = c;
     }
     t->pcap = cap;
     return EMBER_OK;
@@ -1514,14 +1513,11 @@ static int reader_series_one(em_reader *rd, uint32_t id, em_series_set *s,
     if (rc != EMBER_OK)
         return em_err_prefix(rc, "series %u", id);
     if (s->nlabels + rec.nlabels > *cap) {
-        size_t c = *cap ? *cap * 2 : 256;
-        ember_label *l;
-        while (c < s->nlabels + rec.nlabels)
-            c *= 2;
-        if ((l = em_realloc(s->labels, c * sizeof *l)) == NULL)
-            return em_err(EMBER_ENOMEM, "series: %zu labels", c);
+        size_t need = s->nlabels + rec.nlabels;
+        ember_label *l = em_grow(s->labels, cap, need, sizeof *l);
+        if (l == NULL)
+            return em_err(EMBER_ENOMEM, "series: %zu labels", need);
         s->labels = l;
-        *cap = c;
     }
     v->id = id;
     v->nlabels = rec.nlabels;

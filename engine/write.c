@@ -169,21 +169,24 @@ static void seal_set_free(seal_set *s)
     em_free(s->keys);
 }
 
+/* Grows the three parallel arrays alike: each em_grow starts from the same
+** capacity, so each reaches the same one. */
 static int seal_set_grow(seal_set *s)
 {
-    size_t cap = s->cap ? s->cap * 2 : 16;
-    uint32_t *c = em_realloc(s->nprof, cap * sizeof *c);
-    em_chunk_profile **p = c ? em_realloc(s->profs, cap * sizeof *p) : NULL;
-    uint8_t (*k)[EM_CHUNK_KEY_LEN] = p ? em_realloc(s->keys, cap * sizeof *k)
-                                       : NULL;
+    size_t c1 = s->cap, c2 = s->cap, c3 = s->cap;
+    uint32_t *c = em_grow(s->nprof, &c1, s->n + 1, sizeof *c);
+    em_chunk_profile **p = c ? em_grow(s->profs, &c2, s->n + 1, sizeof *p)
+                             : NULL;
+    uint8_t (*k)[EM_CHUNK_KEY_LEN] = p ? em_grow(s->keys, &c3, s->n + 1,
+                                                 sizeof *k) : NULL;
     if (c != NULL)
         s->nprof = c;
     if (p != NULL)
         s->profs = p;
     if (k == NULL)
-        return em_err(EMBER_ENOMEM, "seal: %zu chunks", cap);
+        return em_err(EMBER_ENOMEM, "seal: %zu chunks", s->n + 1);
     s->keys = k;
-    s->cap = cap;
+    s->cap = c3;
     return EMBER_OK;
 }
 

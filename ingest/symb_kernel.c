@@ -49,15 +49,16 @@ static int name_add(em_symb_kernel *k, const char *s, size_t len,
                     uint32_t *off)
 {
     if (k->nnames + len + 1 > k->cap_names) {
-        size_t nc = k->cap_names == 0 ? 1 << 20 : k->cap_names * 2;
-        char *nn;
-        while (nc < k->nnames + len + 1)
-            nc *= 2;
-        if (nc > UINT32_MAX || (nn = em_realloc(k->names, nc)) == NULL)
+        size_t need = k->nnames + len + 1;
+        char *nn = NULL;
+        /* a megabyte at first: /proc/kallsyms holds several */
+        if (need <= UINT32_MAX)
+            nn = em_grow(k->names, &k->cap_names,
+                         need < (1u << 20) ? 1u << 20 : need, 1);
+        if (nn == NULL)
             return em_err(EMBER_ENOMEM, "symbolize: out of memory for "
                           "kernel symbol names");
         k->names = nn;
-        k->cap_names = nc;
     }
     memcpy(k->names + k->nnames, s, len);
     k->names[k->nnames + len] = '\0';
@@ -115,13 +116,13 @@ static int line_add(em_symb_kernel *k, char *line)
     if ((rc = mod_index(k, mod, &midx)) != EMBER_OK)
         return rc;
     if (k->n == k->cap) {
-        size_t nc = k->cap == 0 ? 1 << 16 : k->cap * 2;
-        ksym *ns = em_realloc(k->syms, nc * sizeof *ns);
+        ksym *ns = em_grow(k->syms, &k->cap,
+                           k->n < (1u << 16) ? 1u << 16 : k->n + 1,
+                           sizeof *ns);
         if (ns == NULL)
             return em_err(EMBER_ENOMEM, "symbolize: out of memory for "
                           "kernel symbols");
         k->syms = ns;
-        k->cap = nc;
     }
     k->syms[k->n] = (ksym){ addr, 0, midx };
     if ((rc = name_add(k, name, (size_t)(end - name), &k->syms[k->n].name)))

@@ -27,12 +27,10 @@ typedef struct builder {
 static int frames_push(em_rframe **a, size_t *n, size_t *cap, em_rframe f)
 {
     if (*n == *cap) {
-        size_t c = *cap == 0 ? 64 : *cap * 2;
-        em_rframe *g = em_realloc(*a, c * sizeof *g);
+        em_rframe *g = em_grow(*a, cap, *n + 1, sizeof *g);
         if (g == NULL)
-            return em_err(EMBER_ENOMEM, "profile: %zu frames", c);
+            return em_err(EMBER_ENOMEM, "profile: %zu frames", *n + 1);
         *a = g;
-        *cap = c;
     }
     (*a)[(*n)++] = f;
     return EMBER_OK;

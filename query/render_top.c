@@ -99,12 +99,11 @@ static int edge_add(top *t, uint32_t src, uint32_t dst, int64_t w,
         return EMBER_OK;
     }
     if (t->nedges == t->cap_edges) {
-        size_t cap = t->cap_edges == 0 ? 256 : t->cap_edges * 2;
-        top_edge *g = em_realloc(t->edges, cap * sizeof *g);
+        top_edge *g = em_grow(t->edges, &t->cap_edges, t->nedges + 1,
+                              sizeof *g);
         if (g == NULL)
-            return em_err(EMBER_ENOMEM, "top: %zu edges", cap);
+            return em_err(EMBER_ENOMEM, "top: %zu edges", t->nedges + 1);
         t->edges = g;
-        t->cap_edges = cap;
     }
     t->edges[t->nedges] = (top_edge){ src, dst, w, inlined, stamp };
     return em_map64_put(&t->edge_ix, key, t->nedges++);

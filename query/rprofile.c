@@ -57,22 +57,20 @@ static int rprofile_reserve(em_rprofile *p, size_t n)
     if (n > SIZE_MAX / 2 / sizeof *p->frames - p->nframes)
         return em_err(EMBER_ELIMIT, "profile: too many frames");
     if (p->nframes + n > p->cap_frames) {
-        size_t cap = p->cap_frames == 0 ? 256 : p->cap_frames;
-        em_rframe *f;
-        while (cap < p->nframes + n)
-            cap *= 2;
-        if ((f = em_realloc(p->frames, cap * sizeof *f)) == NULL)
-            return em_err(EMBER_ENOMEM, "profile: %zu frames", cap);
+        em_rframe *f = em_grow(p->frames, &p->cap_frames, p->nframes + n,
+                               sizeof *f);
+        if (f == NULL)
+            return em_err(EMBER_ENOMEM, "profile: %zu frames",
+                          p->nframes + n);
         p->frames = f;
-        p->cap_frames = cap;
     }
     if (p->nstacks == p->cap_stacks) {
-        size_t cap = p->cap_stacks == 0 ? 64 : p->cap_stacks * 2;
-        em_rstack *s = em_realloc(p->stacks, cap * sizeof *s);
+        em_rstack *s = em_grow(p->stacks, &p->cap_stacks, p->nstacks + 1,
+                               sizeof *s);
         if (s == NULL)
-            return em_err(EMBER_ENOMEM, "profile: %zu stacks", cap);
+            return em_err(EMBER_ENOMEM, "profile: %zu stacks",
+                          p->nstacks + 1);
         p->stacks = s;
-        p->cap_stacks = cap;
     }
     return EMBER_OK;
 }
