@@ -230,9 +230,13 @@ static bool is_sep(const scan *sc, const em_token *t)
            (t->kind == EM_TOK_UNKNOWN && !is_op(sc, t));
 }
 
+/* The innermost frame; NULL at the top level and past MAX_DEPTH, deeper
+** than a query may nest (the parser's limit too), where the spots below
+** offer nothing. */
 static scan_frame *top_frame(scan *sc)
 {
-    return sc->depth > 0 ? &sc->fr[sc->depth - 1] : NULL;
+    return sc->depth > 0 && sc->depth <= MAX_DEPTH ? &sc->fr[sc->depth - 1]
+                                                   : NULL;
 }
 
 /* Opens the frame of the bracket KIND, which the token before it names:
@@ -291,6 +295,8 @@ static void spot_string(scan *sc, size_t open)
 
     sc->quote = sc->s[open];
     sc->start = open + 1;
+    if (sc->depth > MAX_DEPTH)
+        return;
     if (f != NULL && f->kind == FR_BRACE && is_op(sc, &sc->prev) &&
         em_tok_is_word(sc->prev2.kind) && sc->prev2.len < sizeof sc->label) {
         memcpy(sc->label, sc->s + sc->prev2.pos, sc->prev2.len);
@@ -310,6 +316,8 @@ static void spot_word(scan *sc, size_t start)
     em_tok prev = sc->prev.kind;
 
     sc->start = start;
+    if (sc->depth > MAX_DEPTH)
+        return;
     if (f != NULL && (f->kind == FR_BRACE || f->kind == FR_GROUP ||
                       (f->kind == FR_CALL && f->label_values &&
                        f->arg == 0))) {
