@@ -11,6 +11,13 @@
 ** column counted in UTF-8 characters, so a caret lands under the character
 ** a terminal shows. The lexer validates everything it accepts, so later
 ** stages (em_lex_string) cannot fail on its tokens except for memory.
+**
+** The tolerant mode (EM_LEX_TOLERANT) is the same scanner for text still
+** being typed, on which the REPL finds where a statement ends and what to
+** complete (as SQLite's complete.c sits on its tokenizer), so the language
+** has one tokenizer: each place that would return an error flags the token
+** instead (EM_TOKF_*) and goes on after it, never calling em_query_error,
+** so the strict path and its messages stay as they were.
 */
 #include <stdio.h>
 #include <strings.h>
@@ -122,7 +129,9 @@ static bool is_ident_start(int c)
     return is_alpha(c) || c == ':';
 }
 
-static bool is_ident_char(int c)
+/* inline: identifiers are most of a query's bytes, and gcc stops inlining
+** this into their loop once the tolerant mode's paths call it too. */
+static inline bool is_ident_char(int c)
 {
     return is_alpha(c) || is_digit(c) || c == ':';
 }
@@ -160,29 +169,52 @@ static void bump(em_lexer *lx)
     }
 }
 
+static void skip_comment(em_lexer *lx)
+{
+    while (peek(lx, 0) != 0 && peek(lx, 0) != '\n')
+        bump(lx);
+}
+
 static void skip_space(em_lexer *lx)
 {
     for (;;) {
         int c = peek(lx, 0);
         if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' ||
-            c == '\v') {
+            c == '\v')
             bump(lx);
-        } else if (c == '#') {          /* a comment runs to the line end */
-            while (peek(lx, 0) != 0 && peek(lx, 0) != '\n')
-                bump(lx);
-        } else {
+        else if (c == '#' && !(lx->mode & EM_LEX_COMMENTS))
+            skip_comment(lx);           /* a comment runs to the line end */
+        else
             return;
-        }
     }
 }
 
 void em_lex_init(em_lexer *lx, const char *src)
+{
+    em_lex_init_mode(lx, src, 0);
+}
+
+void em_lex_init_mode(em_lexer *lx, const char *src, unsigned mode)
 {
     lx->src = src;
     lx->len = strlen(src);
     lx->pos = 0;
     lx->line = 1;
     lx->col = 1;
+    lx->mode = mode;
+}
+
+static bool tolerant(const em_lexer *lx)
+{
+    return (lx->mode & EM_LEX_TOLERANT) != 0;
+}
+
+/* The tolerant mode's answer where the strict one fails: TOK is flagged
+** (incomplete too when CUT) and lexing goes on. */
+static int tolerate(em_token *tok, bool cut)
+{
+    tok->flags |= EM_TOKF_INVALID | (cut ? EM_TOKF_INCOMPLETE : 0u);
+    return EMBER_OK;
 }
 
 /* ---- strings ------------------------------------------------------------------ */
@@ -236,13 +268,26 @@ static size_t escape_decode(const char *s, int quote, long *val, bool *utf8)
     return c == 'u' ? 5 : 9;
 }
 
-static int lex_escape(em_lexer *lx, int quote)
+/* Tolerant mode: skips a bad escape as the backslash and the byte after it
+** (N bytes when only its value, NUL, was wrong), which never close the
+** string. */
+static int skip_bad_escape(em_lexer *lx, em_token *tok, size_t n)
+{
+    bump(lx);
+    for (size_t i = 0; i < (n > 0 ? n : 1) && peek(lx, 0) != 0; i++)
+        bump(lx);
+    return tolerate(tok, false);
+}
+
+static int lex_escape(em_lexer *lx, em_token *tok, int quote)
 {
     size_t at = lx->pos;                /* the backslash */
     long val;
     bool utf8;
     size_t n = escape_decode(lx->src + lx->pos + 1, quote, &val, &utf8);
 
+    if ((n == 0 || val == 0) && tolerant(lx))
+        return skip_bad_escape(lx, tok, n);
     if (n == 0)
         return em_query_error(lx->src, at,
                               "bad escape sequence in string: expected "
@@ -265,17 +310,22 @@ static int lex_string(em_lexer *lx, em_token *tok)
     bump(lx);
     for (;;) {
         int c = peek(lx, 0);
-        if (c == 0 || (c == '\n' && quote != '`'))
-            return em_query_error(lx->src, tok->pos,
-                                  "unterminated string: no closing %c%s",
-                                  quote, quote == '`' ? "" :
-                                  " on this line");
+        if (c == 0 || (c == '\n' && quote != '`')) {
+            if (!tolerant(lx))
+                return em_query_error(lx->src, tok->pos,
+                                      "unterminated string: no closing %c%s",
+                                      quote, quote == '`' ? "" :
+                                      " on this line");
+            if (c == 0)
+                return tolerate(tok, true);
+            tolerate(tok, false);       /* and on to the closing quote */
+        }
         if (c == quote) {
             bump(lx);
             return EMBER_OK;
         }
         if (c == '\\' && quote != '`') {
-            if ((rc = lex_escape(lx, quote)) != EMBER_OK)
+            if ((rc = lex_escape(lx, tok, quote)) != EMBER_OK)
                 return rc;
         } else {
             bump(lx);
@@ -346,6 +396,29 @@ static bool is_duration_unit(const em_lexer *lx, size_t at)
            c == 's';
 }
 
+/* Tolerant mode: the number or duration TOK runs into a letter or a dot.
+** The token takes the rest of the word, so that lexing goes on after it,
+** and is cut, not wrong, when the input ends in a 0x or an exponent still
+** without digits (0x, 1e, 1e-). */
+static int number_tail(em_lexer *lx, em_token *tok)
+{
+    int c = peek(lx, 0) | 0x20;
+    size_t n = 0;
+
+    if (c == 'x' && lx->pos == tok->pos + 1 && lx->src[tok->pos] == '0')
+        n = 1;
+    else if (c == 'e' && tok->kind == EM_TOK_NUMBER)
+        n = peek(lx, 1) == '+' || peek(lx, 1) == '-' ? 2 : 1;
+    if (n > 0 && lx->pos + n == lx->len) {
+        while (n-- > 0)
+            bump(lx);
+        return tolerate(tok, true);
+    }
+    while (is_ident_char(peek(lx, 0)) || peek(lx, 0) == '.')
+        bump(lx);
+    return tolerate(tok, false);
+}
+
 /* Scans digits-unit segments (1h30m); em_duration_parse_n checks order. */
 static int lex_duration(em_lexer *lx, em_token *tok)
 {
@@ -363,11 +436,17 @@ static int lex_duration(em_lexer *lx, em_token *tok)
         bump(lx);
     }
     if (is_ident_char(peek(lx, 0)) || peek(lx, 0) == '.')
-        return em_query_error(lx->src, tok->pos,
+        return tolerant(lx) ? number_tail(lx, tok) :
+               em_query_error(lx->src, tok->pos,
                               "bad duration: expected digits and units "
                               "such as 1h30m (units y w d h m s ms)");
     if (em_duration_parse_n(lx->src + tok->pos, lx->pos - tok->pos, &ms) !=
         EMBER_OK) {
+        if (tolerant(lx))               /* cut in its last unit (or an m
+                                        ** that may be the start of ms) */
+            return tolerate(tok, lx->pos == lx->len &&
+                                 (is_digit(lx->src[lx->pos - 1]) ||
+                                  lx->src[lx->pos - 1] == 'm'));
         snprintf(why, sizeof why, "%s", em_errmsg());
         return em_query_error(lx->src, tok->pos, "%s", why);
     }
@@ -411,7 +490,8 @@ static int lex_number(em_lexer *lx, em_token *tok)
         }
     }
     if (is_ident_char(peek(lx, 0)) || peek(lx, 0) == '.')
-        return em_query_error(lx->src, tok->pos, "bad number or duration");
+        return tolerant(lx) ? number_tail(lx, tok) :
+               em_query_error(lx->src, tok->pos, "bad number or duration");
     return EMBER_OK;
 }
 
@@ -451,6 +531,8 @@ static const struct {
     { "@", EM_TOK_AT },
 };
 
+/* Punctuation; else a comment (which skip_space lets through only with
+** EM_LEX_COMMENTS), or a byte no token starts with. */
 static int lex_punct(em_lexer *lx, em_token *tok)
 {
     int c = peek(lx, 0);
@@ -463,6 +545,16 @@ static int lex_punct(em_lexer *lx, em_token *tok)
                 bump(lx);
             return EMBER_OK;
         }
+    }
+    if (c == '#') {                     /* only with EM_LEX_COMMENTS */
+        tok->kind = EM_TOK_COMMENT;
+        skip_comment(lx);
+        return EMBER_OK;
+    }
+    if (tolerant(lx)) {                 /* '!' and '.' may lack their end */
+        tok->kind = EM_TOK_UNKNOWN;
+        bump(lx);
+        return tolerate(tok, (c == '!' || c == '.') && peek(lx, 0) == 0);
     }
     if (c == '!')
         return em_query_error(lx->src, tok->pos,
@@ -481,6 +573,7 @@ int em_lex_next(em_lexer *lx, em_token *tok)
     tok->pos = lx->pos;
     tok->line = lx->line;
     tok->col = lx->col;
+    tok->flags = 0;
     c = peek(lx, 0);
     if (c == 0)
         tok->kind = EM_TOK_EOF;
@@ -510,6 +603,8 @@ static const char *const tok_names[EM_TOK_COUNT_] = {
     [EM_TOK_AT] = "'@'",                [EM_TOK_BY] = "keyword 'by'",
     [EM_TOK_WITHOUT] = "keyword 'without'",
     [EM_TOK_OFFSET] = "keyword 'offset'",
+    [EM_TOK_UNKNOWN] = "unexpected character",
+    [EM_TOK_COMMENT] = "comment",
 };
 
 const char *em_tok_name(em_tok kind)

@@ -52,8 +52,21 @@ typedef enum em_tok {
     EM_TOK_BY,          /* keyword by (case-insensitive, as PromQL) */
     EM_TOK_WITHOUT,     /* keyword without */
     EM_TOK_OFFSET,      /* keyword offset */
+    EM_TOK_UNKNOWN,     /* EM_LEX_TOLERANT: a byte no token starts with */
+    EM_TOK_COMMENT,     /* EM_LEX_COMMENTS: '#' up to the end of its line */
     EM_TOK_COUNT_       /* number of kinds, not a kind */
 } em_tok;
+
+/* em_token.flags, which only EM_LEX_TOLERANT sets: where the strict lexer
+** would have stopped with an error, a tolerant one flags the token and goes
+** on after it. */
+#define EM_TOKF_INVALID 1u      /* the strict lexer fails at this token */
+#define EM_TOKF_INCOMPLETE 2u   /* also: the end of the input cut it inside
+                                ** a part, so more text may complete it: a
+                                ** string before its closing quote, '!'
+                                ** before '=' or '~', '.' before digits, 0x
+                                ** or an exponent before theirs, a duration
+                                ** in its last unit (1h3, 1s5m of 1s5ms) */
 
 typedef struct em_token {
     em_tok kind;
@@ -61,20 +74,39 @@ typedef struct em_token {
     size_t len;         /* bytes of source text, quotes included */
     unsigned line;      /* 1-based line */
     unsigned col;       /* 1-based column in that line, in UTF-8 characters */
+    unsigned flags;     /* EM_TOKF_*; 0 in the strict mode */
 } em_token;
+
+/* Lexer modes (em_lex_init_mode). */
+#define EM_LEX_TOLERANT 1u      /* never fail: a stray byte becomes an
+                                ** EM_TOK_UNKNOWN and a malformed or cut
+                                ** token is flagged (EM_TOKF_*); a quoted
+                                ** string goes on past a newline (flagged
+                                ** invalid) to its closing quote, as the
+                                ** REPL reads a statement over lines */
+#define EM_LEX_COMMENTS 2u      /* '#' comments become EM_TOK_COMMENT tokens
+                                ** instead of blanks */
 
 typedef struct em_lexer {
     const char *src;    /* the whole query, NUL-terminated */
     size_t len;         /* strlen(src) */
     size_t pos;         /* next byte to read */
     unsigned line, col; /* position of pos */
+    unsigned mode;      /* EM_LEX_*; 0: strict, as the parser lexes */
 } em_lexer;
 
 /* Starts lexing SRC (NUL-terminated; it must outlive the lexer). */
 void em_lex_init(em_lexer *lx, const char *src);
+/* The same in MODE (EM_LEX_* or'ed; 0 is em_lex_init's). The tolerant mode
+** is for tools reading text as it is typed (SQLite's complete.c on its
+** tokenizer): the REPL's statement scanner and its tab completion. */
+void em_lex_init_mode(em_lexer *lx, const char *src, unsigned mode);
 /* Reads the next token into *TOK; at the end, EM_TOK_EOF forever. Returns
 ** EMBER_OK or EMBER_EINVAL with a caret message (unterminated string, bad
-** escape, bad number or duration, unexpected character). */
+** escape, bad number or duration, unexpected character). In the tolerant
+** mode it always returns EMBER_OK (a bad duration may still leave a message
+** in em_errmsg()); the tokens of a text the strict mode accepts are the
+** same in both modes, flags 0. */
 int em_lex_next(em_lexer *lx, em_token *tok);
 /* "'{'", "string", "end of query", ... for messages. Never NULL. */
 const char *em_tok_name(em_tok kind);

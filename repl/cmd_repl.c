@@ -56,47 +56,60 @@ typedef struct stmt_info {
     size_t semi;                /* 1 + offset of a final ';', else 0 */
 } stmt_info;
 
-/* Scans S as the lexer would (strings with escapes, raw `...`, '#'
-** comments) and counts brackets; with FLAT, also writes the statement on
-** one line (comments dropped, newlines as spaces) for the history. */
+/* How token KIND changes the bracket depth. */
+static int stmt_depth(em_tok kind)
+{
+    if (kind == EM_TOK_LPAREN || kind == EM_TOK_LBRACKET ||
+        kind == EM_TOK_LBRACE)
+        return 1;
+    if (kind == EM_TOK_RPAREN || kind == EM_TOK_RBRACKET ||
+        kind == EM_TOK_RBRACE)
+        return -1;
+    return 0;
+}
+
+/* Appends the N blank bytes at S, a newline as a space. */
+static int flat_blanks(em_buf *flat, const char *s, size_t n)
+{
+    int rc = EMBER_OK;
+
+    for (size_t i = 0; i < n && rc == EMBER_OK; i++)
+        rc = em_buf_put(flat, s[i] == '\n' ? " " : s + i, 1);
+    return rc;
+}
+
+/* Scans S with the query lexer in its tolerant mode, as SQLite's
+** sqlite3_complete sits on its tokenizer: brackets are counted, and a
+** string the end cuts keeps the statement open (a quoted one over lines
+** too, which the query then rejects with its caret). With FLAT, also
+** writes the statement on one line for the history: the tokens as typed,
+** comments dropped, newlines between tokens as spaces. */
 static int stmt_scan(const char *s, stmt_info *info, em_buf *flat)
 {
+    em_lexer lx;
+    em_token t;
+    size_t end = 0;             /* just past the previous token */
     int depth = 0, rc = EMBER_OK;
-    char quote = 0;
 
     memset(info, 0, sizeof *info);
     info->empty = true;
-    for (size_t i = 0; s[i] != '\0' && rc == EMBER_OK; i++) {
-        char c = s[i];
-        if (quote != 0) {
-            if (c == '\\' && quote != '`' && s[i + 1] != '\0') {
-                if (flat != NULL)
-                    rc = em_buf_put(flat, s + i, 1);
-                c = s[++i];
-            } else if (c == quote) {
-                quote = 0;
-            }
-        } else if (c == '#') {
-            while (s[i + 1] != '\0' && s[i + 1] != '\n')
-                i++;
-            continue;
-        } else if (c == '"' || c == '\'' || c == '`') {
-            quote = c;
-        } else if (c == '(' || c == '[' || c == '{') {
-            depth++;
-        } else if (c == ')' || c == ']' || c == '}') {
-            depth--;
-        }
-        if (c == '\n' && quote == 0)
-            c = ' ';
-        if (c != ' ' && c != '\t' && c != '\r') {
-            info->empty = false;
-            info->semi = c == ';' && quote == 0 ? i + 1 : 0;
-        }
+    em_lex_init_mode(&lx, s, EM_LEX_TOLERANT | EM_LEX_COMMENTS);
+    do {
+        em_lex_next(&lx, &t);
         if (flat != NULL && rc == EMBER_OK)
-            rc = em_buf_put(flat, &c, 1);
-    }
-    info->open = depth > 0 || quote != 0;
+            rc = flat_blanks(flat, s + end, t.pos - end);
+        end = t.pos + t.len;
+        if (t.kind == EM_TOK_COMMENT || t.kind == EM_TOK_EOF)
+            continue;
+        depth += stmt_depth(t.kind);
+        info->empty = false;
+        info->semi = t.kind == EM_TOK_UNKNOWN && s[t.pos] == ';' ? end : 0;
+        info->open = t.kind == EM_TOK_STRING &&
+                     (t.flags & EM_TOKF_INCOMPLETE) != 0;
+        if (flat != NULL && rc == EMBER_OK)
+            rc = em_buf_put(flat, s + t.pos, t.len);
+    } while (t.kind != EM_TOK_EOF);
+    info->open = info->open || depth > 0;
     return rc;
 }
 

@@ -1,7 +1,8 @@
 /*
 ** repl/repl_complete.c: tab completion in the REPL. It reads what precedes
 ** the cursor (with the earlier lines of an unfinished statement), finds
-** the spot it is in with a small scan shaped like the lexer's, and offers:
+** the spot it is in from the tokens of the query lexer's tolerant mode
+** (the word cut by the cursor is the last one), and offers:
 **
 **   - at the start of an expression: function names (with their '(') and
 **     profile types;
@@ -18,7 +19,6 @@
 */
 #include <histedit.h>
 #include <string.h>
-#include <strings.h>
 #include <unistd.h>
 
 #include "engine/engine.h"
@@ -191,10 +191,6 @@ static int offer_functions(em_completion *c, const char *prefix, size_t plen)
 enum { SPOT_NONE, SPOT_EXPR, SPOT_KEYWORD, SPOT_LABEL, SPOT_VALUE,
        SPOT_LABEL_STRING };
 
-/* Token kinds the scan tells apart; a word is an identifier or keyword. */
-enum { T_NONE, T_WORD, T_NUMBER, T_STRING, T_OPEN, T_CLOSE, T_COMMA,
-       T_OP, T_AT };
-
 enum { FR_PLAIN, FR_CALL, FR_GROUP, FR_BRACE, FR_BRACKET };
 
 #define MAX_DEPTH 64
@@ -209,9 +205,7 @@ typedef struct scan {
     const char *s;
     scan_frame fr[MAX_DEPTH];
     int depth;
-    int prev, prev2;            /* the last two tokens' kinds */
-    size_t prev_pos, prev_len;  /* the last word's place, for names */
-    size_t prev2_pos, prev2_len;
+    em_token prev, prev2;       /* the last two tokens; EM_TOK_EOF: none */
     /* the result */
     int spot;                   /* SPOT_* */
     size_t start;               /* where the word being completed starts */
@@ -219,51 +213,78 @@ typedef struct scan {
     char label[128];            /* SPOT_VALUE: the matcher's label */
 } scan;
 
-static bool is_word_char(char c)
+/* A matcher's operator, or a '!' the lexer rejects: one being typed. */
+static bool is_op(const scan *sc, const em_token *t)
 {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-           (c >= '0' && c <= '9') || c == '_' || c == ':';
+    return t->kind == EM_TOK_EQ || t->kind == EM_TOK_NEQ ||
+           t->kind == EM_TOK_RE || t->kind == EM_TOK_NRE ||
+           (t->kind == EM_TOK_UNKNOWN && sc->s[t->pos] == '!');
 }
 
-static void push_token(scan *sc, int kind, size_t pos, size_t len)
+/* True when a name may follow T: at the start, after a comma, '(' or '{',
+** or after a stray byte (the query will say what is wrong with it). */
+static bool is_sep(const scan *sc, const em_token *t)
 {
-    sc->prev2 = sc->prev;
-    sc->prev2_pos = sc->prev_pos;
-    sc->prev2_len = sc->prev_len;
-    sc->prev = kind;
-    sc->prev_pos = pos;
-    sc->prev_len = len;
+    return t->kind == EM_TOK_EOF || t->kind == EM_TOK_COMMA ||
+           t->kind == EM_TOK_LPAREN || t->kind == EM_TOK_LBRACE ||
+           (t->kind == EM_TOK_UNKNOWN && !is_op(sc, t));
 }
 
-static bool prev_word_is(const scan *sc, const char *w)
-{
-    return sc->prev == T_WORD && sc->prev_len == strlen(w) &&
-           strncasecmp(sc->s + sc->prev_pos, w, sc->prev_len) == 0;
-}
-
+/* The innermost frame; NULL at the top level and past MAX_DEPTH, deeper
+** than a query may nest (the parser's limit too), where the spots below
+** offer nothing. */
 static scan_frame *top_frame(scan *sc)
 {
-    return sc->depth > 0 ? &sc->fr[sc->depth - 1] : NULL;
+    return sc->depth > 0 && sc->depth <= MAX_DEPTH ? &sc->fr[sc->depth - 1]
+                                                   : NULL;
 }
 
-static void open_frame(scan *sc, char c)
+/* Opens the frame of the bracket KIND, which the token before it names:
+** a call, by/without's labels, a selector's braces or a range. */
+static void open_frame(scan *sc, em_tok kind)
 {
+    const char *lv = em_fn_name(EM_FN_LABEL_VALUES);
     scan_frame f = { FR_PLAIN, false, 0 };
 
-    if (c == '{')
+    if (kind == EM_TOK_LBRACE)
         f.kind = FR_BRACE;
-    else if (c == '[')
+    else if (kind == EM_TOK_LBRACKET)
         f.kind = FR_BRACKET;
-    else if (prev_word_is(sc, "by") || prev_word_is(sc, "without"))
+    else if (sc->prev.kind == EM_TOK_BY || sc->prev.kind == EM_TOK_WITHOUT)
         f.kind = FR_GROUP;
-    else if (sc->prev == T_WORD) {
+    else if (em_tok_is_word(sc->prev.kind)) {
         f.kind = FR_CALL;
-        f.label_values = sc->prev_len == 12 &&
-            strncmp(sc->s + sc->prev_pos, "label_values", 12) == 0;
+        f.label_values = sc->prev.len == strlen(lv) &&
+            strncmp(sc->s + sc->prev.pos, lv, sc->prev.len) == 0;
     }
     if (sc->depth < MAX_DEPTH)
         sc->fr[sc->depth] = f;
     sc->depth++;
+}
+
+/* Takes in token T: brackets open and close frames, commas count call
+** arguments. */
+static void scan_take(scan *sc, const em_token *t)
+{
+    scan_frame *f;
+
+    switch (t->kind) {
+    case EM_TOK_LPAREN: case EM_TOK_LBRACE: case EM_TOK_LBRACKET:
+        open_frame(sc, t->kind);
+        break;
+    case EM_TOK_RPAREN: case EM_TOK_RBRACE: case EM_TOK_RBRACKET:
+        if (sc->depth > 0)
+            sc->depth--;
+        break;
+    case EM_TOK_COMMA:
+        if ((f = top_frame(sc)) != NULL && f->kind == FR_CALL)
+            f->arg++;
+        break;
+    default:
+        break;
+    }
+    sc->prev2 = sc->prev;
+    sc->prev = *t;
 }
 
 /* At the end of the text, inside a string opened at OPEN: a matcher's
@@ -274,10 +295,12 @@ static void spot_string(scan *sc, size_t open)
 
     sc->quote = sc->s[open];
     sc->start = open + 1;
-    if (f != NULL && f->kind == FR_BRACE && sc->prev == T_OP &&
-        sc->prev2 == T_WORD && sc->prev2_len < sizeof sc->label) {
-        memcpy(sc->label, sc->s + sc->prev2_pos, sc->prev2_len);
-        sc->label[sc->prev2_len] = '\0';
+    if (sc->depth > MAX_DEPTH)
+        return;
+    if (f != NULL && f->kind == FR_BRACE && is_op(sc, &sc->prev) &&
+        em_tok_is_word(sc->prev2.kind) && sc->prev2.len < sizeof sc->label) {
+        memcpy(sc->label, sc->s + sc->prev2.pos, sc->prev2.len);
+        sc->label[sc->prev2.len] = '\0';
         sc->spot = SPOT_VALUE;
     } else if (f != NULL && f->kind == FR_CALL && f->label_values &&
                f->arg == 0) {
@@ -289,12 +312,12 @@ static void spot_string(scan *sc, size_t open)
 static void spot_word(scan *sc, size_t start)
 {
     scan_frame *f = top_frame(sc);
-    bool after_sep = sc->prev == T_NONE || sc->prev == T_COMMA ||
-                     (sc->prev == T_OPEN && sc->s[sc->prev_pos] != '[');
+    bool after_sep = is_sep(sc, &sc->prev);
+    em_tok prev = sc->prev.kind;
 
     sc->start = start;
-    if (sc->s[start] >= '0' && sc->s[start] <= '9')
-        return;                 /* a number or a duration */
+    if (sc->depth > MAX_DEPTH)
+        return;
     if (f != NULL && (f->kind == FR_BRACE || f->kind == FR_GROUP ||
                       (f->kind == FR_CALL && f->label_values &&
                        f->arg == 0))) {
@@ -304,113 +327,60 @@ static void spot_word(scan *sc, size_t start)
         return;
     } else if (after_sep) {
         sc->spot = SPOT_EXPR;
-    } else if (prev_word_is(sc, "offset") || prev_word_is(sc, "by") ||
-               prev_word_is(sc, "without") || sc->prev == T_AT ||
-               sc->prev == T_OP) {
+    } else if (prev == EM_TOK_OFFSET || prev == EM_TOK_BY ||
+               prev == EM_TOK_WITHOUT || prev == EM_TOK_AT ||
+               is_op(sc, &sc->prev)) {
         return;
     } else {
         sc->spot = SPOT_KEYWORD;
     }
 }
 
-/* Reads the punctuation at P: brackets open and close frames, commas
-** count call arguments. */
-static bool scan_punct(scan *sc, size_t *i, size_t p)
+/* T runs to the end of the text: true, having set the spot, when the
+** cursor is in it (a word, a string the end cuts, a number or a comment,
+** which get nothing); false when T is whole and the cursor after it. */
+static bool spot_last(scan *sc, const em_token *t)
 {
-    const char *s = sc->s;
-    scan_frame *f;
-    size_t len = 1;
-    int kind;
-
-    switch (s[p]) {
-    case '(': case '{': case '[':
-        open_frame(sc, s[p]);
-        kind = T_OPEN;
-        break;
-    case ')': case '}': case ']':
-        if (sc->depth > 0)
-            sc->depth--;
-        kind = T_CLOSE;
-        break;
-    case ',':
-        if ((f = top_frame(sc)) != NULL && f->kind == FR_CALL)
-            f->arg++;
-        kind = T_COMMA;
-        break;
-    case '@':
-        kind = T_AT;
-        break;
-    case '=': case '!':
-        len = s[p + 1] == '~' || (s[p] == '!' && s[p + 1] == '=') ? 2 : 1;
-        kind = T_OP;
-        break;
+    switch (t->kind) {
+    case EM_TOK_COMMENT:
+        return true;
+    case EM_TOK_STRING:
+        if ((t->flags & EM_TOKF_INCOMPLETE) == 0)
+            return false;
+        spot_string(sc, t->pos);
+        return true;
+    case EM_TOK_NUMBER: case EM_TOK_DURATION:
+        sc->start = t->pos;
+        return true;
     default:
-        kind = T_NONE;          /* the lexer will say what is wrong */
-        break;
-    }
-    push_token(sc, kind, p, len);
-    *i = p + len;
-    return true;
-}
-
-/* Reads one token at *I (past blanks and comments); false at the end of
-** the text, having set the spot the cursor is in. */
-static bool scan_token(scan *sc, size_t *i)
-{
-    const char *s = sc->s;
-    size_t p = *i;
-
-    while (s[p] == ' ' || s[p] == '\t' || s[p] == '\n' || s[p] == '\r' ||
-           s[p] == '#') {
-        if (s[p] == '#') {
-            while (s[p] != '\0' && s[p] != '\n')
-                p++;
-            if (s[p] == '\0')
-                return false;   /* in a comment: nothing to offer */
-        } else {
-            p++;
-        }
-    }
-    if (s[p] == '\0' || is_word_char(s[p])) {
-        size_t q = p;
-        while (is_word_char(s[q]))
-            q++;
-        if (s[q] == '\0') {
-            spot_word(sc, p);
+        if (!em_tok_is_word(t->kind))
             return false;
-        }
-        push_token(sc, s[p] >= '0' && s[p] <= '9' ? T_NUMBER : T_WORD, p,
-                   q - p);
-        *i = q;
+        spot_word(sc, t->pos);
         return true;
     }
-    if (s[p] == '"' || s[p] == '\'' || s[p] == '`') {
-        size_t q = p + 1;
-        while (s[q] != '\0' && s[q] != s[p]) {
-            if (s[q] == '\\' && s[p] != '`' && s[q + 1] != '\0')
-                q++;
-            q++;
-        }
-        if (s[q] == '\0') {
-            spot_string(sc, p);
-            return false;
-        }
-        push_token(sc, T_STRING, p, q + 1 - p);
-        *i = q + 1;
-        return true;
-    }
-    return scan_punct(sc, i, p);
 }
 
-/* Finds the spot at the end of the query text S. */
+/* Finds the spot at the end of the query text S, read by the query
+** lexer's tolerant mode (which takes text cut anywhere). */
 static void scan_query(scan *sc, const char *s)
 {
-    size_t i = 0;
+    em_lexer lx;
+    em_token t;
 
     memset(sc, 0, sizeof *sc);
     sc->s = s;
-    while (scan_token(sc, &i))
-        ;
+    em_lex_init_mode(&lx, s, EM_LEX_TOLERANT | EM_LEX_COMMENTS);
+    for (;;) {
+        em_lex_next(&lx, &t);
+        if (t.kind == EM_TOK_EOF) {
+            spot_word(sc, t.pos);       /* an empty word */
+            return;
+        }
+        if (t.pos + t.len == lx.len && spot_last(sc, &t))
+            return;
+        if (t.kind != EM_TOK_COMMENT)
+            scan_take(sc, &t);
+    }
 }
 
 static int complete_query(em_repl *r, const char *text, size_t base,
