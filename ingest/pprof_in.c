@@ -317,6 +317,21 @@ typedef struct pctx {
     int64_t time_ms, duration_ns, period;
 } pctx;
 
+/* The set in C's cur, looked up among the sets. */
+static bool set_eq(const pctx *c, uint32_t idx)
+{
+    const labset *e = &c->set[idx];
+
+    return e->len == c->cur.len &&
+           memcmp(c->sets.p + e->off, c->cur.p, e->len) == 0;
+}
+
+#define EM_HT_NAME set_ix
+#define EM_HT_KEY const pctx *
+#define EM_HT_MATCH(e, h, k) ((e)->hash == (h) && set_eq(k, (e)->idx1 - 1))
+#define EM_HT_WHAT "pprof: label set index"
+#include "ingest/hindex.h"
+
 static void pctx_free(pctx *c)
 {
     em_free(c->maps.slots);
@@ -330,7 +345,7 @@ static void pctx_free(pctx *c)
     em_buf_free(&c->cur);
     em_buf_free(&c->sets);
     em_free(c->set);
-    em_hindex_free(&c->set_index);
+    set_ix_free(&c->set_index);
     em_buf_free(&c->nul);
     em_free(c->sample_set);
     em_free(c->map_idx);
@@ -922,8 +937,7 @@ static int canon_labels(pctx *c, size_t si, size_t n, uint32_t *nset)
     return EMBER_OK;
 }
 
-/* Makes room for one more set: the array grows by doubling, and so does
-** its index when half full. */
+/* Makes room for one more set: the array grows by doubling. */
 static int sets_reserve(pctx *c)
 {
     if (c->nsets == c->cap_sets) {
@@ -935,9 +949,6 @@ static int sets_reserve(pctx *c)
         c->set = np;
         c->cap_sets = cap;
     }
-    if (em_hindex_reserve(&c->set_index, c->nsets) != EMBER_OK)
-        return em_err(EMBER_ENOMEM, "%s: out of memory for %zu label sets",
-                      c->origin, c->nsets);
     return EMBER_OK;
 }
 
@@ -945,26 +956,23 @@ static int sets_reserve(pctx *c)
 static int set_intern(pctx *c, uint32_t n, uint32_t *id)
 {
     uint64_t h = em_hash64(c->cur.p, c->cur.len, 0x6c6162);
-    em_hindex *ix = &c->set_index;
-    size_t j;
+    struct em_hslot *sl;
+    bool found;
     int rc = sets_reserve(c);
 
     if (rc != EMBER_OK)
         return rc;
-    for (j = (size_t)h & ix->mask; ix->slots[j].idx1 != 0;
-         j = (j + 1) & ix->mask) {
-        const labset *e = &c->set[ix->slots[j].idx1 - 1];
-        if (ix->slots[j].hash == h && e->len == c->cur.len &&
-            memcmp(c->sets.p + e->off, c->cur.p, e->len) == 0) {
-            *id = ix->slots[j].idx1 - 1;
-            return EMBER_OK;
-        }
+    if ((sl = set_ix_insert(&c->set_index, h, c, &found)) == NULL)
+        return em_err(EMBER_ENOMEM, "%s: out of memory for %zu label sets",
+                      c->origin, c->nsets);
+    if (found) {
+        *id = sl->idx1 - 1;
+        return EMBER_OK;
     }
     c->set[c->nsets] = (labset){ c->sets.len, c->cur.len, n, h };
     if ((rc = em_buf_put(&c->sets, c->cur.p, c->cur.len)) != EMBER_OK)
         return em_err_prefix(rc, "%s", c->origin);
-    ix->slots[j].hash = h;
-    ix->slots[j].idx1 = (uint32_t)c->nsets + 1;
+    *sl = (struct em_hslot){ h, (uint32_t)c->nsets + 1 };
     *id = (uint32_t)c->nsets++;
     return EMBER_OK;
 }
