@@ -96,11 +96,10 @@ typedef struct recapture_fifo {
     size_t head, n;
 } recapture_fifo;
 
-/* An open-addressing set of u32 values plus one (0: free). */
-typedef struct u32_set {
-    uint32_t *slots;
-    size_t mask, n;
-} u32_set;
+/* The window's series (engine/htab.h, instantiated below). */
+typedef EM_HTAB_TYPE(series_ent) series_table;
+/* A set of u32 values, each held plus one (0: a free slot). */
+typedef EM_HTAB_TYPE(uint32_t) u32_set;
 
 typedef struct agent {
     ember_db *db;
@@ -111,8 +110,7 @@ typedef struct agent {
     uint64_t period_ns;
     /* the window being drained */
     em_pset set;
-    series_ent *series;
-    size_t series_mask, nseries;
+    series_table series;        /* (tgid, comm) -> its first profile */
     int64_t win_start_ms;       /* realtime, the window's start */
     int64_t win_start_ns;       /* monotonic, the same instant */
     int64_t win_len_ns;
@@ -155,12 +153,6 @@ static double cpu_seconds(void)
         return 0;
     return (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
            (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-}
-
-static uint64_t mix32(uint32_t v)
-{
-    uint64_t h = (uint64_t)v * 0x9e3779b97f4a7c15ull;
-    return h ^ (h >> 29);
 }
 
 /* ---- label values ------------------------------------------------------- */
@@ -232,70 +224,38 @@ static void exe_label(const char *exe, char *out)
 
 /* ---- sets --------------------------------------------------------------- */
 
-static int u32_set_add(u32_set *s, uint32_t v, bool *added)
-{
-    size_t i;
-
-    if (s->n + 1 > (s->mask + 1) / 2) {
-        size_t cap = s->mask ? (s->mask + 1) * 2 : 64;
-        uint32_t *slots = em_calloc(cap, sizeof *slots);
-        if (slots == NULL)
-            return em_err(EMBER_ENOMEM, "agent: a set of %zu processes", cap);
-        for (size_t j = 0; s->mask && j <= s->mask; j++) {
-            if (s->slots[j] == 0)
-                continue;
-            for (i = mix32(s->slots[j]) & (cap - 1); slots[i];
-                 i = (i + 1) & (cap - 1))
-                ;
-            slots[i] = s->slots[j];
-        }
-        em_free(s->slots);
-        s->slots = slots;
-        s->mask = cap - 1;
-    }
-    for (i = mix32(v + 1) & s->mask; s->slots[i]; i = (i + 1) & s->mask)
-        if (s->slots[i] == v + 1) {
-            *added = false;
-            return EMBER_OK;
-        }
-    s->slots[i] = v + 1;
-    s->n++;
-    *added = true;
-    return EMBER_OK;
-}
+#define EM_HT_NAME u32_set
+#define EM_HT_TABLE u32_set
+#define EM_HT_ENTRY uint32_t
+#define EM_HT_KEY uint32_t          /* the value plus one */
+#define EM_HT_IS_FREE(e) (*(e) == 0)
+#define EM_HT_HASH(e) em_mix64(*(e))
+#define EM_HT_MATCH(e, h, k) (*(e) == (k))
+#define EM_HT_WHAT "agent: process set"
+#include "engine/htab.h"
 
 static uint64_t series_hash(uint32_t tgid, const char *comm)
 {
-    return em_hash64(comm, strnlen(comm, 16), mix32(tgid));
+    return em_hash64(comm, strnlen(comm, 16), em_mix64(tgid));
 }
 
-/* Doubles the window's series table while it would be more than half
-** full. */
-static int series_reserve(agent *a)
-{
-    size_t cap = a->series_mask ? (a->series_mask + 1) * 2 : 256;
-    series_ent *t;
+/* A series looked up: a process and its thread name (16 bytes). */
+typedef struct series_key {
+    uint32_t tgid;
+    const char *comm;
+} series_key;
 
-    if (a->nseries + 1 <= (a->series_mask + 1) / 2)
-        return EMBER_OK;
-    t = em_calloc(cap, sizeof *t);
-    if (t == NULL)
-        return em_err(EMBER_ENOMEM, "agent: %zu series", cap);
-    for (size_t j = 0; a->series_mask && j <= a->series_mask; j++) {
-        series_ent *e = &a->series[j];
-        size_t i;
-        if (e->tgid1 == 0)
-            continue;
-        for (i = series_hash(e->tgid1 - 1, e->comm) & (cap - 1); t[i].tgid1;
-             i = (i + 1) & (cap - 1))
-            ;
-        t[i] = *e;
-    }
-    em_free(a->series);
-    a->series = t;
-    a->series_mask = cap - 1;
-    return EMBER_OK;
-}
+#define EM_HT_NAME series_tab
+#define EM_HT_TABLE series_table
+#define EM_HT_ENTRY series_ent
+#define EM_HT_KEY const series_key *
+#define EM_HT_IS_FREE(e) ((e)->tgid1 == 0)
+#define EM_HT_HASH(e) series_hash((e)->tgid1 - 1, (e)->comm)
+#define EM_HT_MATCH(e, h, k) \
+    ((e)->tgid1 == (k)->tgid + 1 && memcmp((e)->comm, (k)->comm, 16) == 0)
+#define EM_HT_WHAT "agent: series table"
+#define EM_HT_INITIAL 256
+#include "engine/htab.h"
 
 /* ---- one window's profiles ---------------------------------------------- */
 
@@ -360,31 +320,33 @@ static int series_profiles(agent *a, uint32_t tgid, const char *comm,
 static int series_get(agent *a, uint32_t tgid, const char *comm,
                       uint32_t *prof)
 {
-    size_t i;
-    series_ent *e;
-    bool added;
-    int rc = series_reserve(a);
+    series_key k = { tgid, comm };
+    uint64_t h = series_hash(tgid, comm);
+    series_ent *e = series_tab_find(&a->series, h, &k);
+    uint32_t *seen;
+    bool found;
+    int rc;
 
-    if (rc != EMBER_OK)
-        return rc;
-    for (i = series_hash(tgid, comm) & a->series_mask; a->series[i].tgid1;
-         i = (i + 1) & a->series_mask) {
-        e = &a->series[i];
-        if (e->tgid1 == tgid + 1 && memcmp(e->comm, comm, 16) == 0) {
-            *prof = e->prof;
-            return EMBER_OK;
-        }
+    if (e != NULL) {
+        *prof = e->prof;
+        return EMBER_OK;
     }
+    /* made before it is inserted, so that the table counts only series */
     if ((rc = series_profiles(a, tgid, comm, prof)) != EMBER_OK)
         return rc;
-    e = &a->series[i];
+    if ((e = series_tab_insert(&a->series, h, &k, &found)) == NULL)
+        return EMBER_ENOMEM;
     e->tgid1 = tgid + 1;
     memcpy(e->comm, comm, 16);
     e->prof = *prof;
-    a->nseries++;
-    if ((rc = u32_set_add(&a->seen, tgid, &added)) == EMBER_OK && added)
+    if ((seen = u32_set_insert(&a->seen, em_mix64(tgid + 1), tgid + 1,
+                               &found)) == NULL)
+        return EMBER_ENOMEM;
+    if (!found) {
+        *seen = tgid + 1;
         a->rep.processes++;
-    return rc;
+    }
+    return EMBER_OK;
 }
 
 /* Frames the symbolizer could not take at all: bare addresses without a
@@ -491,7 +453,7 @@ static int self_metrics(agent *a, const em_sampler_stats *st,
         { "symbol_hits", sy->hits - a->symb_last.hits },
         { "symbol_misses", sy->misses - a->symb_last.misses },
         { "unresolved_frames", sy->unresolved - a->symb_last.unresolved },
-        { "series", a->nseries },
+        { "series", a->series.count },
         { "drains", a->win_drains },
     };
     const struct { const char *name; int64_t v; } times[] = {
@@ -516,9 +478,7 @@ static int self_metrics(agent *a, const em_sampler_stats *st,
 static void window_reset(agent *a, int64_t start_ns, int64_t start_ms)
 {
     em_pset_free(&a->set);
-    if (a->series != NULL)
-        memset(a->series, 0, (a->series_mask + 1) * sizeof *a->series);
-    a->nseries = 0;
+    series_tab_clear(&a->series);
     a->win_dropped = 0;
     memset(&a->win_st, 0, sizeof a->win_st);
     a->win_drains = 0;
@@ -552,7 +512,7 @@ static void window_verbose(const agent *a, const em_sampler_stats *st,
     fprintf(stderr, "window %llu: %zu series, %llu profiles, %llu samples "
             "(idle %.0f%%), %llu lost, %llu stack errors, %llu unresolved "
             "frames, drain+symbolize %.1f ms, with write %.1f ms\n",
-            (unsigned long long)a->rep.windows, a->nseries,
+            (unsigned long long)a->rep.windows, a->series.count,
             (unsigned long long)c->profiles, (unsigned long long)st->samples,
             all ? 100.0 * (double)st->idle / (double)all : 0.0,
             (unsigned long long)st->lost,
@@ -807,8 +767,8 @@ static void agent_free(agent *a)
     em_sampler_close(a->sampler);
     em_symbolizer_free(a->symb);
     em_pset_free(&a->set);
-    em_free(a->series);
-    em_free(a->seen.slots);
+    series_tab_free(&a->series);
+    u32_set_free(&a->seen);
 }
 
 int em_agent_run(ember_db *db, const em_agent_opts *opts,

@@ -57,6 +57,25 @@ _Static_assert((int)EM_BPF_PROC_EXEC == (int)EM_PROC_EXEC &&
 #define CAP_BPF 39
 #endif
 
+/* One drained stack: POOL[OFF .. OFF + N) under HASH (0: a free slot). */
+struct stack_slot {
+    uint64_t hash;
+    uint32_t off, n;
+};
+typedef EM_HTAB_TYPE(struct stack_slot) stack_table;
+
+/* The kernel's stack hashes end in murmur3's finalizer: they are their own
+** hash here. */
+#define EM_HT_NAME stack_tab
+#define EM_HT_TABLE stack_table
+#define EM_HT_ENTRY struct stack_slot
+#define EM_HT_KEY uint64_t
+#define EM_HT_IS_FREE(e) ((e)->hash == 0)
+#define EM_HT_HASH(e) ((e)->hash)
+#define EM_HT_MATCH(e, h, k) ((e)->hash == (k))
+#define EM_HT_WHAT "sampler: drained stacks"
+#include "engine/htab.h"
+
 struct em_sampler {
     struct sampler *skel;
     struct ring_buffer *rb;         /* NULL when no event callback */
@@ -73,20 +92,12 @@ struct em_sampler {
     struct em_bpf_stats *pcpu;      /* one per possible CPU */
     uint64_t events_lost_seen;      /* the events counter at the last drain */
     bool no_batch;                  /* the kernel refused batch operations */
-    /* The drained stacks: an open-addressing table by hash (at most half
-    ** full) of frame runs in one pool. */
-    struct stack_slot *slots;
-    uint32_t slot_mask;
+    /* The drained stacks: a table by hash of frame runs in one pool. */
+    stack_table stacks;
     uint64_t *pool;
     size_t pool_n, pool_cap;
     uint64_t *batch_keys;           /* STACK_BATCH entries each */
     struct em_bpf_stack *batch_stacks;
-};
-
-/* One drained stack: POOL[OFF .. OFF + N) under HASH (0: a free slot). */
-struct stack_slot {
-    uint64_t hash;
-    uint32_t off, n;
 };
 
 /* ---- libbpf's log ---------------------------------------------------------- */
@@ -222,15 +233,14 @@ static int read_opts(const em_sampler_opts *in, em_sampler_opts *o)
 }
 
 /* The drain buffers, sized before anything touches the kernel: the stack
-** table has twice the stack map's entries, rounded up to a power of 2. */
+** table has room for all the stack map's entries, so a drain never grows
+** it. */
 static int alloc_buffers(em_sampler *s, unsigned stack_entries)
 {
-    size_t nslots = 2;
+    int rc = stack_tab_reserve(&s->stacks, stack_entries);
 
-    while (nslots < 2 * (size_t)stack_entries)
-        nslots *= 2;
-    s->slot_mask = (uint32_t)(nslots - 1);
-    s->slots = em_calloc(nslots, sizeof *s->slots);
+    if (rc != EMBER_OK)
+        return rc;
     s->batch_keys = em_malloc(STACK_BATCH * sizeof *s->batch_keys);
     s->batch_stacks = em_malloc(STACK_BATCH * sizeof *s->batch_stacks);
     s->keys = em_malloc((size_t)s->count_cap * sizeof *s->keys);
@@ -238,7 +248,7 @@ static int alloc_buffers(em_sampler *s, unsigned stack_entries)
     s->pcpu = em_calloc((size_t)s->ncpus, sizeof *s->pcpu);
     s->links = em_calloc((size_t)s->ncpus, sizeof *s->links);
     if (s->keys == NULL || s->values == NULL || s->pcpu == NULL ||
-        s->links == NULL || s->slots == NULL || s->batch_keys == NULL ||
+        s->links == NULL || s->batch_keys == NULL ||
         s->batch_stacks == NULL)
         return em_err(EMBER_ENOMEM, "sampler: drain buffers for %u keys, "
                       "%u stacks, %d CPUs", s->count_cap, stack_entries,
@@ -434,7 +444,7 @@ void em_sampler_close(em_sampler *s)
     em_free(s->keys);
     em_free(s->values);
     em_free(s->pcpu);
-    em_free(s->slots);
+    stack_tab_free(&s->stacks);
     em_free(s->pool);
     em_free(s->batch_keys);
     em_free(s->batch_stacks);
@@ -622,28 +632,28 @@ static int take_counts(em_sampler *s, int fd, uint32_t *n)
     return EMBER_OK;
 }
 
-/* Adds stack ST under HASH to the drained stacks. The stack map holds at
-** most stack_entries, so the table never gets more than half full. */
+/* Adds stack ST under HASH (not 0) to the drained stacks. The stack map
+** holds at most stack_entries, which the table has room for. */
 static int stack_put(em_sampler *s, uint64_t hash,
                      const struct em_bpf_stack *st)
 {
     uint32_t n = st->nframes < EM_SAMPLER_MAX_DEPTH ? (uint32_t)st->nframes
                                                     : EM_SAMPLER_MAX_DEPTH;
-    uint32_t i = (uint32_t)(hash ^ hash >> 32) & s->slot_mask;
     uint64_t *pool;
+    struct stack_slot *e;
+    bool found;
 
-    while (s->slots[i].hash != 0) {
-        if (s->slots[i].hash == hash)
-            return EMBER_OK;
-        i = (i + 1) & s->slot_mask;
-    }
+    if ((e = stack_tab_insert(&s->stacks, hash, hash, &found)) == NULL)
+        return EMBER_ENOMEM;
+    if (found)
+        return EMBER_OK;
     if ((pool = em_grow(s->pool, &s->pool_cap, s->pool_n + n,
                         sizeof *pool)) == NULL)
         return em_err(EMBER_ENOMEM, "sampler: out of memory for %zu "
                       "stack frames", s->pool_n + n);
     s->pool = pool;
     memcpy(pool + s->pool_n, st->ip, n * sizeof *pool);
-    s->slots[i] = (struct stack_slot){ hash, (uint32_t)s->pool_n, n };
+    *e = (struct stack_slot){ hash, (uint32_t)s->pool_n, n };
     s->pool_n += n;
     return EMBER_OK;
 }
@@ -652,15 +662,10 @@ static int stack_put(em_sampler *s, uint64_t hash,
 static const uint64_t *stack_get(const em_sampler *s, uint64_t hash,
                                  uint32_t *n)
 {
-    uint32_t i = (uint32_t)(hash ^ hash >> 32) & s->slot_mask;
+    const struct stack_slot *e = stack_tab_find(&s->stacks, hash, hash);
 
-    *n = 0;
-    for (; s->slots[i].hash != 0; i = (i + 1) & s->slot_mask)
-        if (s->slots[i].hash == hash) {
-            *n = s->slots[i].n;
-            return s->pool + s->slots[i].off;
-        }
-    return NULL;
+    *n = e != NULL ? e->n : 0;
+    return e != NULL ? s->pool + e->off : NULL;
 }
 
 /* Moves the stacks of stack map FD into the table one at a time (kernels
@@ -690,7 +695,7 @@ static int take_stacks(em_sampler *s, int fd)
     bool first = true;
     int err, rc = EMBER_OK;
 
-    memset(s->slots, 0, ((size_t)s->slot_mask + 1) * sizeof *s->slots);
+    stack_tab_clear(&s->stacks);
     s->pool_n = 0;
     if (s->no_batch)
         return take_stacks_slow(s, fd);

@@ -133,7 +133,10 @@ EM_HT_SCOPE EM_HT_ENTRY *EM_HT_FN(insert)(EM_HT_TABLE *t, uint64_t h,
 {
     EM_HT_ENTRY *e;
 
-    if (EM_HT_FN(reserve)(t, 1) != EMBER_OK)
+    /* reserve's own test, here so that an insert with room (most of them)
+    ** costs no call: decoders insert once per frame they read */
+    if ((t->slots == NULL || t->count >= (t->mask + 1) / 2) &&
+        EM_HT_FN(reserve)(t, 1) != EMBER_OK)
         return NULL;
     e = EM_HT_FN(probe)(t, h, k);
     *found = !EM_HT_IS_FREE(e);

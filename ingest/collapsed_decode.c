@@ -110,7 +110,27 @@ static int profile_make(cdec *d, const ember_label *extra, size_t nextra,
     return rc;
 }
 
-/* Appends prefix F with a new profile and points slot SL at it. */
+/* A prefix frame looked up among D's prefixes. */
+typedef struct prefix_key {
+    const cdec *d;
+    const em_collapsed_frame *f;
+} prefix_key;
+
+static bool prefix_eq(const prefix_key *k, uint32_t idx)
+{
+    const prefix *p = &k->d->prefixes[idx];
+
+    return p->len == k->f->len && memcmp(p->p, k->f->p, p->len) == 0;
+}
+
+#define EM_HT_NAME prefix_ix
+#define EM_HT_KEY const prefix_key *
+#define EM_HT_MATCH(e, h, k) ((e)->hash == (h) && prefix_eq(k, (e)->idx1 - 1))
+#define EM_HT_WHAT "collapsed: prefix index"
+#include "ingest/hindex.h"
+
+/* Appends prefix F with a new profile and points slot SL, which an insert
+** left free, at it. */
 static int prefix_new(cdec *d, const em_collapsed_frame *f, uint64_t h,
                       struct em_hslot *sl, uint32_t *profile)
 {
@@ -143,19 +163,15 @@ static int prefix_profile(cdec *d, const em_collapsed_frame *f,
                           uint32_t *profile)
 {
     uint64_t h = em_hash64(f->p, f->len, 0x636f6d6d);
+    prefix_key k = { d, f };
     struct em_hslot *sl;
-    int rc = em_hindex_reserve(&d->index, d->nprefixes);
+    bool found;
 
-    if (rc != EMBER_OK)
-        return rc;
-    for (size_t i = (size_t)h & d->index.mask;
-         (sl = &d->index.slots[i])->idx1 != 0; i = (i + 1) & d->index.mask) {
-        const prefix *p = &d->prefixes[sl->idx1 - 1];
-        if (sl->hash == h && p->len == f->len &&
-            memcmp(p->p, f->p, f->len) == 0) {
-            *profile = p->profile;
-            return EMBER_OK;
-        }
+    if ((sl = prefix_ix_insert(&d->index, h, &k, &found)) == NULL)
+        return EMBER_ENOMEM;
+    if (found) {
+        *profile = d->prefixes[sl->idx1 - 1].profile;
+        return EMBER_OK;
     }
     return prefix_new(d, f, h, sl, profile);
 }
@@ -233,6 +249,6 @@ int em_collapsed_decode(const char *buf, size_t len,
     em_free(d.name);
     em_free(d.labels);
     em_free(d.prefixes);
-    em_hindex_free(&d.index);
+    prefix_ix_free(&d.index);
     return rc;
 }

@@ -766,7 +766,30 @@ static uint64_t group_hash(const header *h, int64_t window)
     return em_hash64(h->event.p, h->event.len, x ^ h->tid.len);
 }
 
-/* Appends the group of H in WINDOW and points slot SL at it. */
+/* A header and window looked up among the groups. */
+typedef struct group_key {
+    const group *groups;
+    const header *h;
+    int64_t window;
+} group_key;
+
+static bool group_eq(const group_key *k, uint32_t idx)
+{
+    const group *g = &k->groups[idx];
+
+    return g->window == k->window && slice_eq(g->comm, k->h->comm) &&
+           slice_eq(g->pid, k->h->pid) && slice_eq(g->tid, k->h->tid) &&
+           slice_eq(g->event, k->h->event);
+}
+
+#define EM_HT_NAME group_ix
+#define EM_HT_KEY const group_key *
+#define EM_HT_MATCH(e, h, k) ((e)->hash == (h) && group_eq(k, (e)->idx1 - 1))
+#define EM_HT_WHAT "perf script: group index"
+#include "ingest/hindex.h"
+
+/* Appends the group of H in WINDOW and points slot SL, which an insert left
+** free, at it. */
 static int group_new(perf_dec *d, const header *h, int64_t window,
                      uint64_t hash, struct em_hslot *sl, group **out)
 {
@@ -793,20 +816,16 @@ static int group_new(perf_dec *d, const header *h, int64_t window,
 static int group_get(perf_dec *d, const header *h, int64_t window, group **out)
 {
     uint64_t hash = group_hash(h, window);
+    group_key k = { d->groups, h, window };
     struct em_hslot *sl;
-    int rc;
+    bool found;
 
-    if ((rc = em_hindex_reserve(&d->index, d->ngroups)) != EMBER_OK)
-        return dec_err(d, rc, "out of memory for %zu groups", d->ngroups);
-    for (size_t i = (size_t)hash & d->index.mask;
-         (sl = &d->index.slots[i])->idx1 != 0; i = (i + 1) & d->index.mask) {
-        group *g = &d->groups[sl->idx1 - 1];
-        if (sl->hash == hash && g->window == window &&
-            slice_eq(g->comm, h->comm) && slice_eq(g->pid, h->pid) &&
-            slice_eq(g->tid, h->tid) && slice_eq(g->event, h->event)) {
-            *out = g;
-            return EMBER_OK;
-        }
+    if ((sl = group_ix_insert(&d->index, hash, &k, &found)) == NULL)
+        return dec_err(d, EMBER_ENOMEM, "out of memory for %zu groups",
+                       d->ngroups);
+    if (found) {
+        *out = &d->groups[sl->idx1 - 1];
+        return EMBER_OK;
     }
     return group_new(d, h, window, hash, sl, out);
 }
@@ -1156,7 +1175,7 @@ static void dec_free(perf_dec *d)
     em_free(d->text);
     em_free(d->labels);
     em_free(d->groups);
-    em_hindex_free(&d->index);
+    group_ix_free(&d->index);
 }
 
 int em_perf_decode(const char *buf, size_t len, const em_import_opts *opts,

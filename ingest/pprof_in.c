@@ -171,10 +171,26 @@ static void arena_reset(arena *a)
 
 /* pprof id -> position in its array. Ids need not be dense or ordered;
 ** when they are exactly 1..n in order (Go, pprof's own writer), the map is
-** the identity and costs nothing. */
+** the identity and costs nothing, else a table (engine/htab.h) holds it. */
+typedef struct idslot {
+    uint64_t id;                /* 0: a free slot (no pprof id is 0) */
+    uint32_t pos;
+} idslot;
+typedef EM_HTAB_TYPE(idslot) idtab;
+
+#define EM_HT_NAME idtab
+#define EM_HT_TABLE idtab
+#define EM_HT_ENTRY idslot
+#define EM_HT_KEY uint64_t
+#define EM_HT_IS_FREE(e) ((e)->id == 0)
+#define EM_HT_HASH(e) em_mix64((e)->id)
+#define EM_HT_MATCH(e, h, k) ((e)->id == (k))
+#define EM_HT_WHAT "pprof: id map"
+#define EM_HT_INITIAL 16
+#include "engine/htab.h"
+
 typedef struct idmap {
-    struct idslot { uint64_t id; uint32_t pos; } *slots;    /* id 0: free */
-    size_t mask;
+    idtab t;                    /* unless dense */
     size_t n;
     bool dense;
 } idmap;
@@ -196,33 +212,22 @@ static uint64_t location_id(const pb_profile *p, size_t i)
     return p->location[i]->id;
 }
 
-static size_t id_hash(uint64_t id)
-{
-    id ^= id >> 33;
-    id *= 0xff51afd7ed558ccdull;
-    return (size_t)(id ^ (id >> 33));
-}
-
 /* The position of ID, or -1. */
 static long idmap_get(const idmap *m, uint64_t id)
 {
+    const idslot *e;
+
     if (m->dense)
         return id >= 1 && id <= m->n ? (long)(id - 1) : -1;
-    if (id == 0 || m->slots == NULL)
-        return -1;
-    for (size_t j = id_hash(id) & m->mask;; j = (j + 1) & m->mask) {
-        if (m->slots[j].id == id)
-            return (long)m->slots[j].pos;
-        if (m->slots[j].id == 0)
-            return -1;
-    }
+    e = idtab_find(&m->t, em_mix64(id), id);    /* id 0 ends at a free slot */
+    return e != NULL ? (long)e->pos : -1;
 }
 
 /* Maps the N ids GET gives; a zero or repeated id is an error naming WHAT. */
 static int idmap_build(idmap *m, const pb_profile *p, size_t n, id_fn get,
                        const char *what, const char *origin)
 {
-    size_t cap = 16;
+    int rc;
 
     m->n = n;
     m->dense = true;
@@ -233,26 +238,23 @@ static int idmap_build(idmap *m, const pb_profile *p, size_t n, id_fn get,
     if (n > UINT32_MAX)
         return em_err(EMBER_ELIMIT, "%s: more than %u %ss", origin,
                       UINT32_MAX, what);
-    while (cap < 2 * n)
-        cap *= 2;
-    m->slots = em_calloc(cap, sizeof *m->slots);
-    if (m->slots == NULL)
-        return em_err(EMBER_ENOMEM, "%s: out of memory mapping %zu %s ids",
-                      origin, n, what);
-    m->mask = cap - 1;
+    if ((rc = idtab_reserve(&m->t, n)) != EMBER_OK)
+        return em_err(rc, "%s: out of memory mapping %zu %s ids", origin, n,
+                      what);
     for (size_t i = 0; i < n; i++) {
         uint64_t id = get(p, i);
-        size_t j = id_hash(id) & m->mask;
+        bool found;
+        idslot *e;
         if (id == 0)
             return em_err(EMBER_EINVAL, "%s: the %s at index %zu has id 0",
                           origin, what, i);
-        while (m->slots[j].id != 0 && m->slots[j].id != id)
-            j = (j + 1) & m->mask;
-        if (m->slots[j].id == id)
+        e = idtab_insert(&m->t, em_mix64(id), id, &found);
+        if (e == NULL)
+            return EMBER_ENOMEM;
+        if (found)
             return em_err(EMBER_EINVAL, "%s: %s id %" PRIu64 " is used "
                           "twice", origin, what, id);
-        m->slots[j].id = id;
-        m->slots[j].pos = (uint32_t)i;
+        *e = (idslot){ id, (uint32_t)i };
     }
     return EMBER_OK;
 }
@@ -317,11 +319,26 @@ typedef struct pctx {
     int64_t time_ms, duration_ns, period;
 } pctx;
 
+/* The set in C's cur, looked up among the sets. */
+static bool set_eq(const pctx *c, uint32_t idx)
+{
+    const labset *e = &c->set[idx];
+
+    return e->len == c->cur.len &&
+           memcmp(c->sets.p + e->off, c->cur.p, e->len) == 0;
+}
+
+#define EM_HT_NAME set_ix
+#define EM_HT_KEY const pctx *
+#define EM_HT_MATCH(e, h, k) ((e)->hash == (h) && set_eq(k, (e)->idx1 - 1))
+#define EM_HT_WHAT "pprof: label set index"
+#include "ingest/hindex.h"
+
 static void pctx_free(pctx *c)
 {
-    em_free(c->maps.slots);
-    em_free(c->funcs.slots);
-    em_free(c->locs.slots);
+    idtab_free(&c->maps.t);
+    idtab_free(&c->funcs.t);
+    idtab_free(&c->locs.t);
     em_buf_free(&c->types);
     em_free(c->type_off);
     em_free(c->key_name);
@@ -330,7 +347,7 @@ static void pctx_free(pctx *c)
     em_buf_free(&c->cur);
     em_buf_free(&c->sets);
     em_free(c->set);
-    em_hindex_free(&c->set_index);
+    set_ix_free(&c->set_index);
     em_buf_free(&c->nul);
     em_free(c->sample_set);
     em_free(c->map_idx);
@@ -922,8 +939,7 @@ static int canon_labels(pctx *c, size_t si, size_t n, uint32_t *nset)
     return EMBER_OK;
 }
 
-/* Makes room for one more set: the array grows by doubling, and so does
-** its index when half full. */
+/* Makes room for one more set: the array grows by doubling. */
 static int sets_reserve(pctx *c)
 {
     if (c->nsets == c->cap_sets) {
@@ -935,9 +951,6 @@ static int sets_reserve(pctx *c)
         c->set = np;
         c->cap_sets = cap;
     }
-    if (em_hindex_reserve(&c->set_index, c->nsets) != EMBER_OK)
-        return em_err(EMBER_ENOMEM, "%s: out of memory for %zu label sets",
-                      c->origin, c->nsets);
     return EMBER_OK;
 }
 
@@ -945,26 +958,23 @@ static int sets_reserve(pctx *c)
 static int set_intern(pctx *c, uint32_t n, uint32_t *id)
 {
     uint64_t h = em_hash64(c->cur.p, c->cur.len, 0x6c6162);
-    em_hindex *ix = &c->set_index;
-    size_t j;
+    struct em_hslot *sl;
+    bool found;
     int rc = sets_reserve(c);
 
     if (rc != EMBER_OK)
         return rc;
-    for (j = (size_t)h & ix->mask; ix->slots[j].idx1 != 0;
-         j = (j + 1) & ix->mask) {
-        const labset *e = &c->set[ix->slots[j].idx1 - 1];
-        if (ix->slots[j].hash == h && e->len == c->cur.len &&
-            memcmp(c->sets.p + e->off, c->cur.p, e->len) == 0) {
-            *id = ix->slots[j].idx1 - 1;
-            return EMBER_OK;
-        }
+    if ((sl = set_ix_insert(&c->set_index, h, c, &found)) == NULL)
+        return em_err(EMBER_ENOMEM, "%s: out of memory for %zu label sets",
+                      c->origin, c->nsets);
+    if (found) {
+        *id = sl->idx1 - 1;
+        return EMBER_OK;
     }
     c->set[c->nsets] = (labset){ c->sets.len, c->cur.len, n, h };
     if ((rc = em_buf_put(&c->sets, c->cur.p, c->cur.len)) != EMBER_OK)
         return em_err_prefix(rc, "%s", c->origin);
-    ix->slots[j].hash = h;
-    ix->slots[j].idx1 = (uint32_t)c->nsets + 1;
+    *sl = (struct em_hslot){ h, (uint32_t)c->nsets + 1 };
     *id = (uint32_t)c->nsets++;
     return EMBER_OK;
 }

@@ -1,9 +1,9 @@
 /*
 ** ingest/pset.c: the profile set (ingest/pset.h). Tables are arrays that
-** grow by doubling, each with an open-addressing index (linear probing, at
-** most half full, the full hash kept in the slot so growing never rehashes
-** content). Strings and label arrays live in an arena of blocks that is
-** freed at once, so a decoder's thousands of small copies cost no frees.
+** grow by doubling, each with an index (ingest/hindex.h: the full hash
+** kept in the slot, so growing never rehashes content). Strings and label
+** arrays live in an arena of blocks that is freed at once, so a decoder's
+** thousands of small copies cost no frees.
 */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -94,42 +94,13 @@ static int array_reserve(void **p, size_t *cap, size_t count, size_t size,
 #define RESERVE(s, arr, n, cap, what) \
     array_reserve((void **)&(s)->arr, &(s)->cap, (s)->n, sizeof *(s)->arr, what)
 
-/* Makes room in IX (over COUNT entries) for one more; refused once the
-** set was trimmed, as its indexes are gone. */
-static int index_reserve(const em_pset *s, em_hindex *ix, size_t count)
+/* Adds are refused once the set was trimmed, as its indexes are gone. */
+static int index_ready(const em_pset *s)
 {
     if (s->trimmed)
         return em_err(EMBER_EINVAL, "profile set: added to after "
                       "em_pset_trim");
-    return em_hindex_reserve(ix, count);
-}
-
-typedef bool (*entry_eq)(const em_pset *s, uint32_t idx, const void *key);
-
-/* Looks KEY (hash H) up in IX. Found: *idx set, returns true. Not found:
-** returns false with *slot the free slot a new entry would take. IX must
-** have room (index_reserve). */
-static bool index_find(const em_pset *s, const em_hindex *ix, uint64_t h,
-                       entry_eq eq, const void *key, uint32_t *idx,
-                       struct em_hslot **slot)
-{
-    size_t j = (size_t)h & ix->mask;
-
-    while (ix->slots[j].idx1 != 0) {
-        if (ix->slots[j].hash == h && eq(s, ix->slots[j].idx1 - 1, key)) {
-            *idx = ix->slots[j].idx1 - 1;
-            return true;
-        }
-        j = (j + 1) & ix->mask;
-    }
-    *slot = &ix->slots[j];
-    return false;
-}
-
-static void index_take(struct em_hslot *slot, uint64_t h, uint32_t idx)
-{
-    slot->hash = h;
-    slot->idx1 = idx + 1;
+    return EMBER_OK;
 }
 
 static uint64_t hash_str(const char *p, uint64_t h)
@@ -159,9 +130,14 @@ static uint64_t mapping_hash(const ember_mapping *m)
     return hash_str(str_or_empty(m->build_id), h);
 }
 
-static bool mapping_eq(const em_pset *s, uint32_t idx, const void *key)
+typedef struct mapping_key {
+    const em_pset *s;
+    const ember_mapping *m;
+} mapping_key;
+
+static bool mapping_eq(const mapping_key *k, uint32_t idx)
 {
-    const ember_mapping *a = &s->mappings[idx], *b = key;
+    const ember_mapping *a = &k->s->mappings[idx], *b = k->m;
 
     return a->start == b->start && a->limit == b->limit &&
            a->offset == b->offset &&
@@ -169,17 +145,29 @@ static bool mapping_eq(const em_pset *s, uint32_t idx, const void *key)
            strcmp(a->build_id, str_or_empty(b->build_id)) == 0;
 }
 
+#define EM_HT_NAME mapping_ix
+#define EM_HT_KEY const mapping_key *
+#define EM_HT_MATCH(e, h, k) ((e)->hash == (h) && mapping_eq(k, (e)->idx1 - 1))
+#define EM_HT_WHAT "profile set: mapping index"
+#include "ingest/hindex.h"
+
 int em_pset_mapping(em_pset *s, const ember_mapping *m, uint32_t *idx)
 {
+    mapping_key k = { s, m };
     uint64_t h = mapping_hash(m);
     struct em_hslot *slot;
     ember_mapping *e;
-    int rc = index_reserve(s, &s->mapping_index, s->nmappings);
+    bool found;
+    int rc = index_ready(s);
 
     if (rc != EMBER_OK)
         return rc;
-    if (index_find(s, &s->mapping_index, h, mapping_eq, m, idx, &slot))
+    if ((slot = mapping_ix_insert(&s->mapping_index, h, &k, &found)) == NULL)
+        return EMBER_ENOMEM;
+    if (found) {
+        *idx = slot->idx1 - 1;
         return EMBER_OK;
+    }
     if ((rc = RESERVE(s, mappings, nmappings, cap_mappings, "mappings")) != 0)
         return rc;
     e = &s->mappings[s->nmappings];
@@ -191,7 +179,7 @@ int em_pset_mapping(em_pset *s, const ember_mapping *m, uint32_t *idx)
     if (e->file == NULL || e->build_id == NULL)
         return EMBER_ENOMEM;
     *idx = (uint32_t)s->nmappings++;
-    index_take(slot, h, *idx);
+    *slot = (struct em_hslot){ h, *idx + 1 };
     return EMBER_OK;
 }
 
@@ -204,15 +192,27 @@ static uint64_t function_hash(const ember_function *f)
     return hash_u64((uint64_t)f->start_line, h);
 }
 
-static bool function_eq(const em_pset *s, uint32_t idx, const void *key)
+typedef struct function_key {
+    const em_pset *s;
+    const ember_function *f;
+} function_key;
+
+static bool function_eq(const function_key *k, uint32_t idx)
 {
-    const ember_function *a = &s->functions[idx], *b = key;
+    const ember_function *a = &k->s->functions[idx], *b = k->f;
 
     return a->start_line == b->start_line &&
            strcmp(a->name, str_or_empty(b->name)) == 0 &&
            strcmp(a->system_name, str_or_empty(b->system_name)) == 0 &&
            strcmp(a->file, str_or_empty(b->file)) == 0;
 }
+
+#define EM_HT_NAME function_ix
+#define EM_HT_KEY const function_key *
+#define EM_HT_MATCH(e, h, k) \
+    ((e)->hash == (h) && function_eq(k, (e)->idx1 - 1))
+#define EM_HT_WHAT "profile set: function index"
+#include "ingest/hindex.h"
 
 /* Copies F's strings into the arena; the system name and file are shared
 ** with the name when equal, as they often are. */
@@ -240,26 +240,33 @@ int em_pset_function(em_pset *s, const ember_function *f, uint32_t *idx)
 int em_pset_function_hashed(em_pset *s, const ember_function *f, uint64_t h,
                             uint32_t *idx)
 {
+    function_key k = { s, f };
     struct em_hslot *slot;
-    int rc = index_reserve(s, &s->function_index, s->nfunctions);
+    bool found;
+    int rc = index_ready(s);
 
     if (rc != EMBER_OK)
         return rc;
-    if (index_find(s, &s->function_index, h, function_eq, f, idx, &slot))
+    if ((slot = function_ix_insert(&s->function_index, h, &k, &found)) == NULL)
+        return EMBER_ENOMEM;
+    if (found) {
+        *idx = slot->idx1 - 1;
         return EMBER_OK;
+    }
     if ((rc = RESERVE(s, functions, nfunctions, cap_functions,
                       "functions")) != 0)
         return rc;
     if ((rc = function_copy(s, f, &s->functions[s->nfunctions])) != 0)
         return rc;
     *idx = (uint32_t)s->nfunctions++;
-    index_take(slot, h, *idx);
+    *slot = (struct em_hslot){ h, *idx + 1 };
     return EMBER_OK;
 }
 
 /* ---- locations and stacks -------------------------------------------------- */
 
 typedef struct loc_key {
+    const em_pset *s;
     uint32_t mapping;
     uint64_t address;
     const em_pset_line *lines;
@@ -278,10 +285,10 @@ static uint64_t location_hash(const loc_key *k)
     return h;
 }
 
-static bool location_eq(const em_pset *s, uint32_t idx, const void *key)
+static bool location_eq(const loc_key *b, uint32_t idx)
 {
+    const em_pset *s = b->s;
     const em_pset_loc *a = &s->locs[idx];
-    const loc_key *b = key;
 
     if (a->mapping != b->mapping || a->address != b->address ||
         a->nlines != b->n)
@@ -292,6 +299,13 @@ static bool location_eq(const em_pset *s, uint32_t idx, const void *key)
             return false;
     return true;
 }
+
+#define EM_HT_NAME loc_ix
+#define EM_HT_KEY const loc_key *
+#define EM_HT_MATCH(e, h, k) \
+    ((e)->hash == (h) && location_eq(k, (e)->idx1 - 1))
+#define EM_HT_WHAT "profile set: location index"
+#include "ingest/hindex.h"
 
 /* Checks that what a location points at exists in S. */
 static int location_check(const em_pset *s, const loc_key *k)
@@ -324,42 +338,53 @@ static int lines_append(em_pset *s, const em_pset_line *lines, size_t n)
 int em_pset_location(em_pset *s, uint32_t mapping, uint64_t address,
                      const em_pset_line *lines, size_t n, uint32_t *idx)
 {
-    loc_key k = { mapping, address, lines, n };
+    loc_key k = { s, mapping, address, lines, n };
     uint64_t h;
     struct em_hslot *slot;
+    bool found;
     int rc = location_check(s, &k);
 
     if (rc == EMBER_OK)
-        rc = index_reserve(s, &s->loc_index, s->nlocs);
+        rc = index_ready(s);
     if (rc != EMBER_OK)
         return rc;
     h = location_hash(&k);
-    if (index_find(s, &s->loc_index, h, location_eq, &k, idx, &slot))
+    if ((slot = loc_ix_insert(&s->loc_index, h, &k, &found)) == NULL)
+        return EMBER_ENOMEM;
+    if (found) {
+        *idx = slot->idx1 - 1;
         return EMBER_OK;
+    }
     if ((rc = RESERVE(s, locs, nlocs, cap_locs, "locations")) != 0)
         return rc;
     s->locs[s->nlocs] = (em_pset_loc){ mapping, address, s->nlines, n, h };
     if ((rc = lines_append(s, lines, n)) != EMBER_OK)
         return rc;
     *idx = (uint32_t)s->nlocs++;
-    index_take(slot, h, *idx);
+    *slot = (struct em_hslot){ h, *idx + 1 };
     return EMBER_OK;
 }
 
 typedef struct stack_key {
+    const em_pset *s;
     const uint32_t *locs;
     size_t n;
 } stack_key;
 
-static bool stack_eq(const em_pset *s, uint32_t idx, const void *key)
+static bool stack_eq(const stack_key *b, uint32_t idx)
 {
-    const em_pset_stack_ent *a = &s->stacks[idx];
-    const stack_key *b = key;
+    const em_pset_stack_ent *a = &b->s->stacks[idx];
 
     return a->n == b->n &&
-           (b->n == 0 ||
-            memcmp(s->pool + a->off, b->locs, b->n * sizeof *b->locs) == 0);
+           (b->n == 0 || memcmp(b->s->pool + a->off, b->locs,
+                                b->n * sizeof *b->locs) == 0);
 }
+
+#define EM_HT_NAME stack_ix
+#define EM_HT_KEY const stack_key *
+#define EM_HT_MATCH(e, h, k) ((e)->hash == (h) && stack_eq(k, (e)->idx1 - 1))
+#define EM_HT_WHAT "profile set: stack index"
+#include "ingest/hindex.h"
 
 /* Appends N location indexes to the pool. */
 static int pool_append(em_pset *s, const uint32_t *locs, size_t n)
@@ -384,9 +409,10 @@ static int pool_append(em_pset *s, const uint32_t *locs, size_t n)
 
 int em_pset_stack(em_pset *s, const uint32_t *locs, size_t n, uint32_t *idx)
 {
-    stack_key k = { locs, n };
+    stack_key k = { s, locs, n };
     uint64_t h;
     struct em_hslot *slot;
+    bool found;
     int rc;
 
     if (n > EM_PSET_MAX_DEPTH)
@@ -396,11 +422,15 @@ int em_pset_stack(em_pset *s, const uint32_t *locs, size_t n, uint32_t *idx)
         if (locs[i] >= s->nlocs)
             return em_err(EMBER_EINVAL, "stack: location %u does not exist",
                           locs[i]);
-    if ((rc = index_reserve(s, &s->stack_index, s->nstacks)) != EMBER_OK)
+    if ((rc = index_ready(s)) != EMBER_OK)
         return rc;
     h = em_hash64(locs, n * sizeof *locs, 0x737461636b);
-    if (index_find(s, &s->stack_index, h, stack_eq, &k, idx, &slot))
+    if ((slot = stack_ix_insert(&s->stack_index, h, &k, &found)) == NULL)
+        return EMBER_ENOMEM;
+    if (found) {
+        *idx = slot->idx1 - 1;
         return EMBER_OK;
+    }
     if ((rc = RESERVE(s, stacks, nstacks, cap_stacks, "stacks")) != 0)
         return rc;
     if ((rc = pool_append(s, locs, n)) != EMBER_OK)
@@ -409,7 +439,7 @@ int em_pset_stack(em_pset *s, const uint32_t *locs, size_t n, uint32_t *idx)
     if (n > s->max_depth)
         s->max_depth = n;
     *idx = (uint32_t)s->nstacks++;
-    index_take(slot, h, *idx);
+    *slot = (struct em_hslot){ h, *idx + 1 };
     return EMBER_OK;
 }
 
@@ -454,11 +484,10 @@ int em_pset_reserve(em_pset *s, size_t nstacks, size_t nframes,
     if (rc == EMBER_OK)
         rc = array_exact((void **)&s->samples, &s->cap_samples, s->nsamples,
                          nsamples, sizeof *s->samples, "samples");
-    /* each call doubles once; on an index still empty that costs little */
-    while (rc == EMBER_OK && nstacks > 0 &&
-           (s->stack_index.slots == NULL ||
-            (s->nstacks + nstacks) * 2 > s->stack_index.mask + 1))
-        rc = index_reserve(s, &s->stack_index, s->nstacks + nstacks - 1);
+    if (rc == EMBER_OK && nstacks > 0)
+        rc = index_ready(s);
+    if (rc == EMBER_OK && nstacks > 0)
+        rc = stack_ix_reserve(&s->stack_index, nstacks);
     return rc;
 }
 
@@ -585,20 +614,19 @@ int em_pset_sample(em_pset *s, uint32_t profile, uint32_t stack,
     return EMBER_OK;
 }
 
-void em_pset_trim(em_pset *s)
+/* Frees the four indexes; a zeroed one is empty. */
+static void indexes_free(em_pset *s)
 {
-    em_hindex_free(&s->mapping_index);
-    em_hindex_free(&s->function_index);
-    em_hindex_free(&s->loc_index);
-    em_hindex_free(&s->stack_index);
-    s->trimmed = true;
+    mapping_ix_free(&s->mapping_index);
+    function_ix_free(&s->function_index);
+    loc_ix_free(&s->loc_index);
+    stack_ix_free(&s->stack_index);
 }
 
-/* Empties IX but keeps its slots. */
-static void index_clear(em_hindex *ix)
+void em_pset_trim(em_pset *s)
 {
-    if (ix->slots != NULL)
-        memset(ix->slots, 0, (ix->mask + 1) * sizeof *ix->slots);
+    indexes_free(s);
+    s->trimmed = true;
 }
 
 void em_pset_reset(em_pset *s)
@@ -617,10 +645,10 @@ void em_pset_reset(em_pset *s)
         }
         keep->used = 0;
     }
-    index_clear(&s->mapping_index);
-    index_clear(&s->function_index);
-    index_clear(&s->loc_index);
-    index_clear(&s->stack_index);
+    mapping_ix_clear(&s->mapping_index);
+    function_ix_clear(&s->function_index);
+    loc_ix_clear(&s->loc_index);
+    stack_ix_clear(&s->stack_index);
     s->nmappings = s->nfunctions = s->nlines = s->nlocs = 0;
     s->npool = s->nstacks = s->max_depth = 0;
     s->nsamples = s->nprofiles = 0;
@@ -638,16 +666,13 @@ void em_pset_free(em_pset *s)
         em_free(s->blocks);
         s->blocks = next;
     }
+    indexes_free(s);
     em_free(s->mappings);
-    em_hindex_free(&s->mapping_index);
     em_free(s->functions);
-    em_hindex_free(&s->function_index);
     em_free(s->lines);
     em_free(s->locs);
-    em_hindex_free(&s->loc_index);
     em_free(s->pool);
     em_free(s->stacks);
-    em_hindex_free(&s->stack_index);
     em_free(s->samples);
     em_free(s->profiles);
     em_free(s->base);

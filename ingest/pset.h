@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "ember.h"
+#include "engine/engine.h"
 
 /* Limits a decoder hits as EMBER_ELIMIT, so hostile input cannot make a set
 ** of unbounded size from a small file. */
@@ -70,19 +71,14 @@ typedef struct em_pset_profile {
                                 ** each within int64 (em_pset_sample) */
 } em_pset_profile;
 
-/* An open-addressing index over an array of the caller's (ingest/hindex.c):
-** slots hold an entry's hash and its index plus one (0: free). A zeroed one
-** is empty. Probe from hash & mask, stepping (i + 1) & mask, until a free
-** slot; that slot is where a new entry goes. */
-typedef struct em_hindex {
-    struct em_hslot { uint64_t hash; uint32_t idx1; } *slots;
-    size_t mask;                /* slot count minus one; 0 with no slots */
-} em_hindex;
-
-/* Makes room for one entry more than the COUNT the array holds: doubles
-** the slots while they would be more than half full. EMBER_OK or ENOMEM. */
-int em_hindex_reserve(em_hindex *ix, size_t count);
-void em_hindex_free(em_hindex *ix);
+/* A slot of the index a decoder keeps over an array of its own: an entry's
+** hash and its index plus one (0: free). The tables are engine/htab.h's,
+** instantiated through ingest/hindex.h; a zeroed one is empty. */
+struct em_hslot {
+    uint64_t hash;
+    uint32_t idx1;
+};
+typedef EM_HTAB_TYPE(struct em_hslot) em_hindex;
 
 typedef struct em_pset_block em_pset_block;
 

@@ -46,86 +46,105 @@ static uint64_t file_hash(uint64_t dev, uint64_t ino)
     return em_hash64(k, sizeof k, 0x66696c65);
 }
 
+/* A process looked up among the captures: by pid. */
+typedef struct proc_key {
+    em_symb_proc *const *procs;
+    uint32_t pid;
+} proc_key;
+
+#define EM_HT_NAME proc_ix
+#define EM_HT_KEY const proc_key *
+#define EM_HT_MATCH(e, h, k) \
+    ((e)->hash == (h) && (k)->procs[(e)->idx1 - 1]->pid == (k)->pid)
+#define EM_HT_WHAT "symbolize: process index"
+#include "ingest/hindex.h"
+
+/* A file looked up among the held files: by device and inode. */
+typedef struct file_key {
+    em_symb_file *const *files;
+    uint64_t dev, ino;
+} file_key;
+
+static bool file_is(const file_key *k, uint32_t idx)
+{
+    return k->files[idx]->dev == k->dev && k->files[idx]->ino == k->ino;
+}
+
+#define EM_HT_NAME file_ix
+#define EM_HT_KEY const file_key *
+#define EM_HT_MATCH(e, h, k) ((e)->hash == (h) && file_is(k, (e)->idx1 - 1))
+#define EM_HT_WHAT "symbolize: file index"
+#include "ingest/hindex.h"
+
 em_symb_proc *em_symb_proc_find(em_symbolizer *s, uint32_t pid)
 {
-    uint64_t h = pid_hash(pid);
+    proc_key k = { s->procs, pid };
+    struct em_hslot *e = proc_ix_find(&s->proc_index, pid_hash(pid), &k);
 
-    for (size_t i = (size_t)h & s->proc_index.mask;
-         s->proc_index.slots != NULL && s->proc_index.slots[i].idx1 != 0;
-         i = (i + 1) & s->proc_index.mask) {
-        em_symb_proc *p = s->procs[s->proc_index.slots[i].idx1 - 1];
-        if (s->proc_index.slots[i].hash == h && p->pid == pid)
-            return p;
-    }
-    return NULL;
+    return e != NULL ? s->procs[e->idx1 - 1] : NULL;
 }
 
 static em_symb_file *file_find(em_symbolizer *s, uint64_t dev, uint64_t ino)
 {
-    uint64_t h = file_hash(dev, ino);
+    file_key k = { s->files, dev, ino };
+    struct em_hslot *e = file_ix_find(&s->file_index, file_hash(dev, ino),
+                                      &k);
 
-    for (size_t i = (size_t)h & s->file_index.mask;
-         s->file_index.slots != NULL && s->file_index.slots[i].idx1 != 0;
-         i = (i + 1) & s->file_index.mask) {
-        em_symb_file *f = s->files[s->file_index.slots[i].idx1 - 1];
-        if (s->file_index.slots[i].hash == h && f->dev == dev &&
-            f->ino == ino)
-            return f;
-    }
-    return NULL;
+    return e != NULL ? s->files[e->idx1 - 1] : NULL;
 }
 
-/* Puts entry IDX (hash H) into IX, which has room (em_hindex_reserve). */
-static void index_put(em_hindex *ix, uint64_t h, size_t idx)
+/* Indexes procs[I], whose pid no other capture has. EMBER_ENOMEM. */
+static int proc_index_put(em_symbolizer *s, size_t i)
 {
-    size_t i = (size_t)h & ix->mask;
+    proc_key k = { s->procs, s->procs[i]->pid };
+    uint64_t h = pid_hash(k.pid);
+    bool found;
+    struct em_hslot *e = proc_ix_insert(&s->proc_index, h, &k, &found);
 
-    while (ix->slots[i].idx1 != 0)
-        i = (i + 1) & ix->mask;
-    ix->slots[i] = (struct em_hslot){ h, (uint32_t)idx + 1 };
+    if (e != NULL)
+        *e = (struct em_hslot){ h, (uint32_t)i + 1 };
+    return e != NULL ? EMBER_OK : EMBER_ENOMEM;
 }
 
-/* Appends P to the array PP of *N (capacity *CAP) and indexes it under H. */
-static int table_add(void ***pp, size_t *n, size_t *cap, em_hindex *ix,
-                     void *p, uint64_t h)
+/* Indexes files[I], whose device and inode no other held file has. */
+static int file_index_put(em_symbolizer *s, size_t i)
 {
-    int rc = em_hindex_reserve(ix, *n);
+    file_key k = { s->files, s->files[i]->dev, s->files[i]->ino };
+    uint64_t h = file_hash(k.dev, k.ino);
+    bool found;
+    struct em_hslot *e = file_ix_insert(&s->file_index, h, &k, &found);
 
-    if (rc != EMBER_OK)
-        return rc;
-    if (*n == *cap) {
-        size_t nc = *cap == 0 ? 16 : *cap * 2;
-        void **np = em_realloc(*pp, nc * sizeof *np);
-        if (np == NULL)
-            return em_err(EMBER_ENOMEM, "symbolize: out of memory for a "
-                          "table of %zu", nc);
-        *pp = np;
-        *cap = nc;
-    }
-    (*pp)[*n] = p;
-    index_put(ix, h, (*n)++);
+    if (e != NULL)
+        *e = (struct em_hslot){ h, (uint32_t)i + 1 };
+    return e != NULL ? EMBER_OK : EMBER_ENOMEM;
+}
+
+/* Makes room for one pointer more in the array *PP of N (capacity *CAP). */
+static int table_room(void ***pp, size_t n, size_t *cap)
+{
+    void **np = em_grow(*pp, cap, n + 1, sizeof *np);
+
+    if (np == NULL)
+        return em_err(EMBER_ENOMEM, "symbolize: out of memory for a table "
+                      "of %zu", n + 1);
+    *pp = np;
     return EMBER_OK;
 }
 
-/* Rebuilds the index of the processes after some were dropped: the index
-** only shrinks, so a reserve for the count at hand always has room. */
+/* Rebuilds the indexes after some entries were dropped: they only shrink,
+** so every put finds room and none fails. */
 static void procs_reindex(em_symbolizer *s)
 {
-    for (size_t i = 0; s->proc_index.slots != NULL &&
-                       i <= s->proc_index.mask; i++)
-        s->proc_index.slots[i].idx1 = 0;
+    proc_ix_clear(&s->proc_index);
     for (size_t i = 0; i < s->nprocs; i++)
-        index_put(&s->proc_index, pid_hash(s->procs[i]->pid), i);
+        proc_index_put(s, i);
 }
 
 static void files_reindex(em_symbolizer *s)
 {
-    for (size_t i = 0; s->file_index.slots != NULL &&
-                       i <= s->file_index.mask; i++)
-        s->file_index.slots[i].idx1 = 0;
+    file_ix_clear(&s->file_index);
     for (size_t i = 0; i < s->nfiles; i++)
-        index_put(&s->file_index,
-                  file_hash(s->files[i]->dev, s->files[i]->ino), i);
+        file_index_put(s, i);
 }
 
 /* ---- parsing ------------------------------------------------------------- */
@@ -275,12 +294,16 @@ static int file_get(em_symbolizer *s, uint32_t pid,
         em_err_clear();
         return EMBER_OK;
     }
-    rc = table_add((void ***)&s->files, &s->nfiles, &s->cap_files,
-                   &s->file_index, f, file_hash(f->dev, f->ino));
+    if ((rc = table_room((void ***)&s->files, s->nfiles,
+                         &s->cap_files)) == EMBER_OK) {
+        s->files[s->nfiles] = f;
+        rc = file_index_put(s, s->nfiles);
+    }
     if (rc != EMBER_OK) {
         em_symb_file_close(f);
         return rc;
     }
+    s->nfiles++;
     *out = f;
     return EMBER_OK;
 }
@@ -545,13 +568,17 @@ int em_symbolizer_track(em_symbolizer *s, uint32_t pid)
         return em_err(EMBER_ENOMEM, "symbolize: out of memory for a process");
     }
     *p = fresh;
-    rc = table_add((void ***)&s->procs, &s->nprocs, &s->cap_procs,
-                   &s->proc_index, p, pid_hash(pid));
+    if ((rc = table_room((void ***)&s->procs, s->nprocs,
+                         &s->cap_procs)) == EMBER_OK) {
+        s->procs[s->nprocs] = p;
+        rc = proc_index_put(s, s->nprocs);
+    }
     if (rc != EMBER_OK) {
         capture_clear(p);
         em_free(p);
         return rc;
     }
+    s->nprocs++;
     return EMBER_OK;
 }
 
@@ -640,8 +667,8 @@ void em_symb_procs_free(em_symbolizer *s)
     em_symb_file_close(s->vdso);
     em_free(s->procs);
     em_free(s->files);
-    em_hindex_free(&s->proc_index);
-    em_hindex_free(&s->file_index);
+    proc_ix_free(&s->proc_index);
+    file_ix_free(&s->file_index);
     s->procs = NULL;
     s->files = NULL;
     s->vdso = NULL;

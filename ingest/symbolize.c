@@ -43,28 +43,42 @@ static uint64_t centry_hash(uint64_t bid_hash, uint64_t addr)
     return em_hash64(k, sizeof k, 0x63616368);
 }
 
+/* A build id hash and address looked up among a generation's entries. */
+typedef struct centry_key {
+    const em_symb_centry *ents;
+    uint64_t bid_hash, addr;
+} centry_key;
+
+static bool centry_is(const centry_key *k, uint32_t idx)
+{
+    const em_symb_centry *e = &k->ents[idx];
+
+    return e->bid_hash == k->bid_hash && e->addr == k->addr;
+}
+
+#define EM_HT_NAME cgen_ix
+#define EM_HT_KEY const centry_key *
+#define EM_HT_MATCH(e, h, k) ((e)->hash == (h) && centry_is(k, (e)->idx1 - 1))
+#define EM_HT_WHAT "symbolize: cache index"
+#include "ingest/hindex.h"
+
 static em_symb_centry *cgen_find(em_symb_cgen *g, uint64_t h,
                                  uint64_t bid_hash, uint64_t addr)
 {
-    for (size_t i = (size_t)h & g->index.mask;
-         g->index.slots != NULL && g->index.slots[i].idx1 != 0;
-         i = (i + 1) & g->index.mask) {
-        em_symb_centry *e = &g->ents[g->index.slots[i].idx1 - 1];
-        if (g->index.slots[i].hash == h && e->bid_hash == bid_hash &&
-            e->addr == addr)
-            return e;
-    }
-    return NULL;
+    centry_key k = { g->ents, bid_hash, addr };
+    struct em_hslot *sl = cgen_ix_find(&g->index, h, &k);
+
+    return sl != NULL ? &g->ents[sl->idx1 - 1] : NULL;
 }
 
-/* Adds E (hash H) to G, which owns E's result from then on. */
+/* Adds E (hash H), which G does not hold, to G, which owns E's result from
+** then on. */
 static int cgen_add(em_symb_cgen *g, uint64_t h, const em_symb_centry *e)
 {
-    size_t i;
-    int rc = em_hindex_reserve(&g->index, g->n);
+    centry_key k = { NULL, e->bid_hash, e->addr };
+    struct em_hslot *sl;
+    bool found;
 
-    if (rc != EMBER_OK)
-        return rc;
     if (g->n == g->cap) {
         size_t nc = g->cap == 0 ? 256 : g->cap * 2;
         em_symb_centry *ne = em_realloc(g->ents, nc * sizeof *ne);
@@ -74,11 +88,11 @@ static int cgen_add(em_symb_cgen *g, uint64_t h, const em_symb_centry *e)
         g->ents = ne;
         g->cap = nc;
     }
+    k.ents = g->ents;           /* where they are after growing */
+    if ((sl = cgen_ix_insert(&g->index, h, &k, &found)) == NULL)
+        return EMBER_ENOMEM;
     g->ents[g->n] = *e;
-    for (i = (size_t)h & g->index.mask; g->index.slots[i].idx1 != 0;
-         i = (i + 1) & g->index.mask)
-        ;
-    g->index.slots[i] = (struct em_hslot){ h, (uint32_t)++g->n };
+    *sl = (struct em_hslot){ h, (uint32_t)++g->n };
     return EMBER_OK;
 }
 
@@ -87,7 +101,7 @@ static void cgen_free(em_symb_cgen *g)
     for (size_t i = 0; i < g->n; i++)
         em_free(g->ents[i].res);
     em_free(g->ents);
-    em_hindex_free(&g->index);
+    cgen_ix_free(&g->index);
     memset(g, 0, sizeof *g);
 }
 
