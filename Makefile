@@ -32,7 +32,7 @@ LDLIBS := -lbpf -ldw -lelf -llmdb -lzstd -lroaring -lprotobuf-c -ldeflate -lz \
 # tests link everything dynamically.
 CLI_STATIC := -lbpf -ldw -lelf -llmdb -lzstd -lprotobuf-c -ldeflate -lz \
               -llzma -lbz2 -ledit -ltinfo -lbsd -lmd
-CLI_DYNAMIC := -lroaring -lpthread -lm
+CLI_DYNAMIC := -lroaring -lmicrohttpd -lpthread -lm
 TEST_LDLIBS := -lcmocka
 
 # Debian packages the build, tests, benchmarks and fuzzing need.
@@ -42,6 +42,7 @@ DEB_PKGS := build-essential pkg-config clang liblmdb-dev libzstd-dev \
             protobuf-c-compiler golang-go linux-perf libedit-dev libbsd-dev \
             libncurses-dev libmd-dev \
             libbpf-dev bpftool libdw-dev libelf-dev \
+            libmicrohttpd-dev libcurl4-openssl-dev wrk \
             chromium chromium-driver
 
 # The pprof wire format: protoc-c writes its C code into $(BUILD)/gen.
