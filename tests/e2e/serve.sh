@@ -25,7 +25,7 @@ start() {
   $EMBER serve -d "$db" --listen "unix:$sock" --listen tcp:0 "$@" 2> "$tmp/log" &
   pid=$!
   for _ in $(seq 100); do
-    port=$(sed -n 's/.*listening on tcp:127.0.0.1:\([0-9]*\).*/\1/p' "$tmp/log")
+    port=$(sed -n 's/.*listening on tcp:127.0.0.1:\([0-9]*\).*/\1/p' "$tmp/log" 2> /dev/null) || true
     [ -n "$port" ] && [ -S "$sock" ] && return 0
     kill -0 "$pid" 2> /dev/null || fail "the server exited: $(cat "$tmp/log")"
     sleep 0.05
