@@ -79,6 +79,17 @@ curl -s --data-urlencode 'query={service="http"}' -d format=collapsed "$(url /ap
   LC_ALL=C sort | cmp -s - "$tmp/cli" || fail "POST form query differs"
 q json http | grep -q '"kind":"profile"' || fail "json query"
 
+# go tool pprof opens a query's URL: its top equals ember query -o top
+status 200 --data-binary @$data/pprof/cpu.pb.gz "$(url /api/v1/import?label=service=go)"
+. tests/e2e/lib/pprof_compare.sh
+gq='process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta{service="go"}'
+genc=$(printf '%s' "$gq" | od -An -tx1 | tr -d ' \n' | sed 's/../%&/g')
+PPROF_TMPDIR=$tmp HOME=$tmp GOCACHE=$tmp/gocache pc_top "$(url "/api/v1/query?format=pprof&query=$genc")" |
+  pc_rows > "$tmp/go_rows"
+$EMBER query -d "$db" -o top "$gq" | pc_rows > "$tmp/ember_rows"
+[ -s "$tmp/go_rows" ] || fail "go tool pprof read nothing from the URL"
+cmp -s "$tmp/go_rows" "$tmp/ember_rows" || { diff "$tmp/go_rows" "$tmp/ember_rows" | head; fail "go tool pprof -top URL differs"; }
+
 # an import that fails writes nothing
 before=$(curl -s "$(url /api/v1/status)" | sed 's/.*"samples":\([0-9]*\).*/\1/')
 status 400 --data-binary 'main;f 1
@@ -88,8 +99,8 @@ after=$(curl -s "$(url /api/v1/status)" | sed 's/.*"samples":\([0-9]*\).*/\1/')
 [ "$before" = "$after" ] || fail "a refused import changed the samples: $before -> $after"
 
 # labels, values, types, with and without match[]
-[ "$(curl -s "$(url /api/v1/labels)")" = '{"status":"success","data":["service"]}' ] || fail "labels"
-[ "$(curl -s "$(url /api/v1/label/service/values)")" = '{"status":"success","data":["cli","http"]}' ] || fail "values"
+[ "$(curl -s "$(url /api/v1/labels)")" = '{"status":"success","data":["service","worker"]}' ] || fail "labels"
+[ "$(curl -s "$(url /api/v1/label/service/values)")" = '{"status":"success","data":["cli","go","http"]}' ] || fail "values"
 [ "$(curl -s -G --data-urlencode 'match[]={service="cli"}' "$(url /api/v1/label/service/values)")" = \
   '{"status":"success","data":["cli"]}' ] || fail "values with match[]"
 [ "$(curl -s -G --data-urlencode 'match[]={service="cli"}' --data-urlencode 'match[]={service="http"}' \
@@ -110,7 +121,7 @@ status 405 "$(url /api/v1/import)"
 
 # metrics count what was answered; the access log has a line per request
 curl -s "$(url /metrics)" > "$tmp/metrics"
-grep -q '^ember_http_requests_total{path="/api/v1/import",code="2xx"} 3$' "$tmp/metrics" || fail "metrics: imports"
+grep -q '^ember_http_requests_total{path="/api/v1/import",code="2xx"} 4$' "$tmp/metrics" || fail "metrics: imports"
 grep -q '^ember_http_requests_total{path="/api/v1/import",code="4xx"} 1$' "$tmp/metrics" || fail "metrics: refused imports"
 grep -q '^ember_http_request_duration_seconds_bucket{path="/api/v1/query",le="+Inf"} ' "$tmp/metrics" || fail "metrics: histogram"
 grep -q '^ember_db_samples [1-9]' "$tmp/metrics" || fail "metrics: samples"
