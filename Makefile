@@ -42,7 +42,7 @@ DEB_PKGS := build-essential pkg-config clang liblmdb-dev libzstd-dev \
             protobuf-c-compiler golang-go linux-perf libedit-dev libbsd-dev \
             libncurses-dev libmd-dev \
             libbpf-dev bpftool libdw-dev libelf-dev \
-            libmicrohttpd-dev libcurl4-openssl-dev wrk \
+            libmicrohttpd-dev libcurl4-openssl-dev wrk nodejs \
             chromium chromium-driver
 
 # The pprof wire format: protoc-c writes its C code into $(BUILD)/gen.

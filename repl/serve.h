@@ -117,13 +117,25 @@ typedef int (*em_handler)(em_req *rq, em_resp *rs);
 
 enum { EM_GET = 1u, EM_POST = 2u };
 
+/* What a POST body is. */
+typedef enum em_body_kind {
+    EM_BODY_FORM,               /* url-encoded or multipart parameters */
+    EM_BODY_RAW,                /* data, whatever the content type says */
+    EM_BODY_RAW_OR_MULTIPART    /* data, or multipart with a "profile"
+                                ** field: url-encoded is data too, as
+                                ** curl --data-binary labels it so */
+} em_body_kind;
+
 struct em_route {
     const char *path;           /* exact; a '*' segment matches one segment */
     unsigned methods;           /* EM_GET | EM_POST */
     em_handler run;
     bool open;                  /* answered without the token (health) */
-    bool raw_body;              /* the body is data (import), never a form */
+    em_body_kind body;
 };
+
+/* Pyroscope's POST /ingest (serve_pyroscope.c). */
+int em_h_ingest(em_req *rq, em_resp *rs);
 
 extern const em_route em_routes[];
 extern const size_t em_nroutes;

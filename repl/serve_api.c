@@ -221,19 +221,6 @@ static void strset_sort(strset *s)
     s->n = k;
 }
 
-/* A label name as the query language spells one, so that it can go into
-** a query's text as it is. */
-static bool label_name_ok(const char *s)
-{
-    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_'))
-        return false;
-    for (s++; *s != '\0'; s++)
-        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
-              (*s >= '0' && *s <= '9') || *s == '_'))
-            return false;
-    return true;
-}
-
 /* Adds the rows of the table query FN(NAME, SEL) to SET: SEL is a selector
 ** of the query language (match[]); one that does not parse, or that is
 ** more than a selector, is refused by the query's own checks. */
@@ -268,9 +255,8 @@ static int table_union(em_req *rq, em_resp *rs, const char *fn,
     strset set = { 0 };
     int rc = EMBER_OK;
 
-    if (name != NULL && !label_name_ok(name))
-        return em_resp_error(rs, 400, "bad_data", "label %s: not a label "
-                             "name ([a-zA-Z_][a-zA-Z0-9_]*)", name);
+    if (name != NULL && em_label_name_check(name) != EMBER_OK)
+        return em_resp_ember(rs, EMBER_EINVAL);
     for (size_t i = 0; i < (nmatch > 0 ? nmatch : 1) && rc == EMBER_OK; i++)
         rc = table_rows(rq->srv->db, fn, nmatch > 0 ? match[i] : NULL, name,
                         &set);
@@ -522,14 +508,16 @@ static int h_metrics(em_req *rq, em_resp *rs)
 /* ---- the table ------------------------------------------------------------------ */
 
 const em_route em_routes[] = {
-    { "/api/v1/query", EM_GET | EM_POST, h_query, false, false },
-    { "/api/v1/labels", EM_GET | EM_POST, h_labels, false, false },
-    { "/api/v1/label/*/values", EM_GET, h_label_values, false, false },
-    { "/api/v1/types", EM_GET | EM_POST, h_types, false, false },
-    { "/api/v1/import", EM_POST, h_import, false, true },
-    { "/api/v1/status", EM_GET, h_status, false, false },
-    { "/metrics", EM_GET, h_metrics, false, false },
-    { "/healthz", EM_GET, h_health, true, false },
-    { "/readyz", EM_GET, h_ready, true, false },
+    { "/api/v1/query", EM_GET | EM_POST, h_query, false, EM_BODY_FORM },
+    { "/api/v1/labels", EM_GET | EM_POST, h_labels, false, EM_BODY_FORM },
+    { "/api/v1/label/*/values", EM_GET, h_label_values, false,
+      EM_BODY_FORM },
+    { "/api/v1/types", EM_GET | EM_POST, h_types, false, EM_BODY_FORM },
+    { "/api/v1/import", EM_POST, h_import, false, EM_BODY_RAW },
+    { "/api/v1/status", EM_GET, h_status, false, EM_BODY_FORM },
+    { "/ingest", EM_POST, em_h_ingest, false, EM_BODY_RAW_OR_MULTIPART },
+    { "/metrics", EM_GET, h_metrics, false, EM_BODY_FORM },
+    { "/healthz", EM_GET, h_health, true, EM_BODY_FORM },
+    { "/readyz", EM_GET, h_ready, true, EM_BODY_FORM },
 };
 const size_t em_nroutes = sizeof em_routes / sizeof em_routes[0];

@@ -317,11 +317,15 @@ static void req_form(em_req *rq)
     const char *ct = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND,
                                                  MHD_HTTP_HEADER_CONTENT_TYPE);
 
-    if (rq->route->raw_body || ct == NULL ||
-        (strncasecmp(ct, MHD_HTTP_POST_ENCODING_FORM_URLENCODED,
-                     strlen(MHD_HTTP_POST_ENCODING_FORM_URLENCODED)) != 0 &&
-         strncasecmp(ct, MHD_HTTP_POST_ENCODING_MULTIPART_FORMDATA,
-                     strlen(MHD_HTTP_POST_ENCODING_MULTIPART_FORMDATA)) != 0))
+    bool urlenc = ct != NULL &&
+        strncasecmp(ct, MHD_HTTP_POST_ENCODING_FORM_URLENCODED,
+                    strlen(MHD_HTTP_POST_ENCODING_FORM_URLENCODED)) == 0;
+    bool multipart = ct != NULL &&
+        strncasecmp(ct, MHD_HTTP_POST_ENCODING_MULTIPART_FORMDATA,
+                    strlen(MHD_HTTP_POST_ENCODING_MULTIPART_FORMDATA)) == 0;
+
+    if (rq->route->body == EM_BODY_RAW || (!urlenc && !multipart) ||
+        (rq->route->body == EM_BODY_RAW_OR_MULTIPART && !multipart))
         return;
     rq->pp = MHD_create_post_processor(rq->conn, 64 * 1024, form_take, rq);
     if (rq->pp == NULL)
