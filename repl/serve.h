@@ -132,10 +132,20 @@ struct em_route {
     em_handler run;
     bool open;                  /* answered without the token (health) */
     em_body_kind body;
+    bool connect;               /* a Connect call: errors in its shape */
 };
 
 /* Pyroscope's POST /ingest (serve_pyroscope.c). */
 int em_h_ingest(em_req *rq, em_resp *rs);
+
+/* ---- serve_connect.c: Connect unary calls ------------------------------ */
+
+/* A Connect error answer: {"code":CODE,"message":MSG} with CODE's status. */
+int em_connect_error(em_resp *rs, const char *code, const char *msg);
+/* The Connect code of a status the server decided before the handler. */
+const char *em_connect_code(unsigned status);
+/* Pyroscope's POST /push.v1.PusherService/Push. */
+int em_h_push(em_req *rq, em_resp *rs);
 
 extern const em_route em_routes[];
 extern const size_t em_nroutes;

@@ -508,16 +508,22 @@ static int h_metrics(em_req *rq, em_resp *rs)
 /* ---- the table ------------------------------------------------------------------ */
 
 const em_route em_routes[] = {
-    { "/api/v1/query", EM_GET | EM_POST, h_query, false, EM_BODY_FORM },
-    { "/api/v1/labels", EM_GET | EM_POST, h_labels, false, EM_BODY_FORM },
+    { "/api/v1/query", EM_GET | EM_POST, h_query, false, EM_BODY_FORM,
+      false },
+    { "/api/v1/labels", EM_GET | EM_POST, h_labels, false, EM_BODY_FORM,
+      false },
     { "/api/v1/label/*/values", EM_GET, h_label_values, false,
-      EM_BODY_FORM },
-    { "/api/v1/types", EM_GET | EM_POST, h_types, false, EM_BODY_FORM },
-    { "/api/v1/import", EM_POST, h_import, false, EM_BODY_RAW },
-    { "/api/v1/status", EM_GET, h_status, false, EM_BODY_FORM },
-    { "/ingest", EM_POST, em_h_ingest, false, EM_BODY_RAW_OR_MULTIPART },
-    { "/metrics", EM_GET, h_metrics, false, EM_BODY_FORM },
-    { "/healthz", EM_GET, h_health, true, EM_BODY_FORM },
-    { "/readyz", EM_GET, h_ready, true, EM_BODY_FORM },
+      EM_BODY_FORM, false },
+    { "/api/v1/types", EM_GET | EM_POST, h_types, false, EM_BODY_FORM,
+      false },
+    { "/api/v1/import", EM_POST, h_import, false, EM_BODY_RAW, false },
+    { "/api/v1/status", EM_GET, h_status, false, EM_BODY_FORM, false },
+    { "/ingest", EM_POST, em_h_ingest, false, EM_BODY_RAW_OR_MULTIPART,
+      false },
+    { "/push.v1.PusherService/Push", EM_POST, em_h_push, false, EM_BODY_RAW,
+      true },
+    { "/metrics", EM_GET, h_metrics, false, EM_BODY_FORM, false },
+    { "/healthz", EM_GET, h_health, true, EM_BODY_FORM, false },
+    { "/readyz", EM_GET, h_ready, true, EM_BODY_FORM, false },
 };
 const size_t em_nroutes = sizeof em_routes / sizeof em_routes[0];

@@ -442,7 +442,10 @@ static enum MHD_Result req_answer(em_req *rq)
     if (rq->early == 0 && rq->form && rq->form_failed)
         refuse(rq, 413, "a form field is over %u bytes",
                EM_SERVE_MAX_PARAM_BYTES);
-    if (rq->early != 0) {
+    if (rq->early != 0 && rq->route != NULL && rq->route->connect) {
+        rc = em_connect_error(&rs, em_connect_code(rq->early),
+                              rq->early_msg);
+    } else if (rq->early != 0) {
         rc = em_resp_error(&rs, rq->early, early_type(rq->early), "%s",
                            rq->early_msg);
     } else {
