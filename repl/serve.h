@@ -135,6 +135,19 @@ struct em_route {
     bool connect;               /* a Connect call: errors in its shape */
 };
 
+/* ---- serve_api.c ----------------------------------------------------------- */
+
+/* A list of strings, sorted and made distinct by em_strset_sort: the
+** unions of label names and values the metadata endpoints answer. */
+typedef struct em_strset {
+    char **v;
+    size_t n, cap;
+} em_strset;
+
+int em_strset_add(em_strset *s, const char *str);
+void em_strset_sort(em_strset *s);
+void em_strset_free(em_strset *s);
+
 /* Pyroscope's POST /ingest (serve_pyroscope.c). */
 int em_h_ingest(em_req *rq, em_resp *rs);
 
@@ -142,10 +155,20 @@ int em_h_ingest(em_req *rq, em_resp *rs);
 
 /* A Connect error answer: {"code":CODE,"message":MSG} with CODE's status. */
 int em_connect_error(em_resp *rs, const char *code, const char *msg);
+/* The Connect error answer for RC, an Ember code, with its message. */
+int em_connect_ember(em_resp *rs, int rc);
+/* The request's message bytes (gunzipped per Content-Encoding: *OWNED
+** then holds them, em_free it); a non-protobuf body is answered here
+** (rs->status is no longer 200). */
+int em_connect_body(em_req *rq, em_resp *rs, const uint8_t **p, size_t *n,
+                    void **owned);
 /* The Connect code of a status the server decided before the handler. */
 const char *em_connect_code(unsigned status);
 /* Pyroscope's POST /push.v1.PusherService/Push. */
 int em_h_push(em_req *rq, em_resp *rs);
+/* Pyroscope's querier, POST /querier.v1.QuerierService/METHOD (serve_querier.c):
+** the handler reads the method from the path's last segment. */
+int em_h_querier(em_req *rq, em_resp *rs);
 
 extern const em_route em_routes[];
 extern const size_t em_nroutes;

@@ -175,20 +175,15 @@ static int h_query(em_req *rq, em_resp *rs)
 
 /* ---- metadata: labels, values, types, series ------------------------------------ */
 
-/* A growing list of strings, sorted and made distinct at the end. */
-typedef struct strset {
-    char **v;
-    size_t n, cap;
-} strset;
-
-static void strset_free(strset *s)
+void em_strset_free(em_strset *s)
 {
     for (size_t i = 0; i < s->n; i++)
         em_free(s->v[i]);
     em_free(s->v);
+    memset(s, 0, sizeof *s);
 }
 
-static int strset_add(strset *s, const char *str)
+int em_strset_add(em_strset *s, const char *str)
 {
     char **v = em_grow(s->v, &s->cap, s->n + 1, sizeof *v);
 
@@ -206,7 +201,7 @@ static int str_cmp(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static void strset_sort(strset *s)
+void em_strset_sort(em_strset *s)
 {
     size_t k = 0;
 
@@ -225,7 +220,7 @@ static void strset_sort(strset *s)
 ** of the query language (match[]); one that does not parse, or that is
 ** more than a selector, is refused by the query's own checks. */
 static int table_rows(ember_db *db, const char *fn, const char *sel,
-                      const char *name, strset *set)
+                      const char *name, em_strset *set)
 {
     char *text = NULL;
     ember_result *r = NULL;
@@ -239,7 +234,7 @@ static int table_rows(ember_db *db, const char *fn, const char *sel,
     if (rc == EMBER_OK && ember_result_kind(r) != EMBER_RESULT_TABLE)
         rc = em_err(EMBER_EINVAL, "match[]=%s: not a selector", sel);
     for (size_t i = 0; rc == EMBER_OK && i < ember_result_rows(r); i++)
-        rc = strset_add(set, ember_result_row(r, i));
+        rc = em_strset_add(set, ember_result_row(r, i));
     ember_result_free(r);
     free(text);
     return rc;
@@ -252,7 +247,7 @@ static int table_union(em_req *rq, em_resp *rs, const char *fn,
 {
     const char *match[MAX_MATCH];
     size_t nmatch = em_req_params(rq, "match[]", match, MAX_MATCH);
-    strset set = { 0 };
+    em_strset set = { 0 };
     int rc = EMBER_OK;
 
     if (name != NULL && em_label_name_check(name) != EMBER_OK)
@@ -260,7 +255,7 @@ static int table_union(em_req *rq, em_resp *rs, const char *fn,
     for (size_t i = 0; i < (nmatch > 0 ? nmatch : 1) && rc == EMBER_OK; i++)
         rc = table_rows(rq->srv->db, fn, nmatch > 0 ? match[i] : NULL, name,
                         &set);
-    strset_sort(&set);
+    em_strset_sort(&set);
     if (rc == EMBER_OK)
         rc = json_begin(rs);
     for (size_t i = 0; i < set.n && rc == EMBER_OK; i++)
@@ -270,7 +265,7 @@ static int table_union(em_req *rq, em_resp *rs, const char *fn,
         rc = em_resp_text(rs, set.n == 0 ? "[]" : "]");
     if (rc == EMBER_OK)
         rc = json_end(rs);
-    strset_free(&set);
+    em_strset_free(&set);
     return rc == EMBER_OK ? EMBER_OK : em_resp_ember(rs, rc);
 }
 
@@ -522,6 +517,8 @@ const em_route em_routes[] = {
       false },
     { "/push.v1.PusherService/Push", EM_POST, em_h_push, false, EM_BODY_RAW,
       true },
+    { "/querier.v1.QuerierService/*", EM_POST, em_h_querier, false,
+      EM_BODY_RAW, true },
     { "/metrics", EM_GET, h_metrics, false, EM_BODY_FORM, false },
     { "/healthz", EM_GET, h_health, true, EM_BODY_FORM, false },
     { "/readyz", EM_GET, h_ready, true, EM_BODY_FORM, false },

@@ -57,7 +57,7 @@ const char *em_connect_code(unsigned status)
 }
 
 /* The code of an Ember failure. */
-static int connect_ember(em_resp *rs, int rc)
+int em_connect_ember(em_resp *rs, int rc)
 {
     const char *msg = ember_errmsg(NULL);
     const char *code = rc == EMBER_EINVAL ? "invalid_argument"
@@ -72,8 +72,8 @@ static int connect_ember(em_resp *rs, int rc)
 
 /* The request's message bytes, gunzipped when Content-Encoding says so
 ** (*OWNED then holds them, for the caller to free). */
-static int connect_body(em_req *rq, em_resp *rs, const uint8_t **p,
-                        size_t *n, void **owned)
+int em_connect_body(em_req *rq, em_resp *rs, const uint8_t **p, size_t *n,
+                    void **owned)
 {
     const char *ct = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND,
                                                  MHD_HTTP_HEADER_CONTENT_TYPE);
@@ -98,7 +98,7 @@ static int connect_body(em_req *rq, em_resp *rs, const uint8_t **p,
                                     "only gzip and identity are taken");
         if (em_gunzip(*p, *n, rq->srv->opts.max_body, owned, &len) !=
             EMBER_OK)
-            return connect_ember(rs, EMBER_EINVAL);
+            return em_connect_ember(rs, EMBER_EINVAL);
         *p = *owned;
         *n = len;
     }
@@ -173,7 +173,7 @@ int em_h_push(em_req *rq, em_resp *rs)
     size_t n;
     int rc;
 
-    if ((rc = connect_body(rq, rs, &p, &n, &owned)) != EMBER_OK ||
+    if ((rc = em_connect_body(rq, rs, &p, &n, &owned)) != EMBER_OK ||
         rs->status != 200) {
         em_free(owned);
         return rc;
@@ -186,7 +186,7 @@ int em_h_push(em_req *rq, em_resp *rs)
     rc = push_write(rq->srv->db, r);
     push__v1__push_request__free_unpacked(r, NULL);
     if (rc != EMBER_OK)
-        return connect_ember(rs, rc);
+        return em_connect_ember(rs, rc);
     rs->ctype = "application/proto";    /* PushResponse{}: no bytes */
     return EMBER_OK;
 }

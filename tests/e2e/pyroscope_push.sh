@@ -20,7 +20,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 command -v protoc > /dev/null && $PY -c 'import google.protobuf' 2> /dev/null ||
   fail "protoc and python3-protobuf are missing (make deps installs them)"
 
-protoc --python_out="$tmp" -I. proto/pyroscope/types.proto proto/pyroscope/push.proto
+protoc --python_out="$tmp" -I. proto/pyroscope/*.proto
 db=$tmp/db
 $EMBER serve -d "$db" --listen tcp:0 2> "$tmp/log" &
 pid=$!
@@ -54,6 +54,24 @@ out=$(push garbage)
 case $out in 400*invalid_argument*) ;; *) fail "garbage push: $out" ;; esac
 out=$(push json)
 case $out in 501*unimplemented*) ;; *) fail "json push: $out" ;; esac
+
+# the querier, as Grafana calls it, against the CLI on the same data
+query() {  # through a file: grep -q may stop reading early
+  $PY tests/e2e/lib/pyroscope_query.py "$tmp" "http://127.0.0.1:$port" "$@" > "$tmp/q.out"
+  cat "$tmp/q.out"
+}
+id=process_cpu:cpu:nanoseconds:cpu:nanoseconds
+query health | grep -q "^$id process_cpu cpu nanoseconds cpu nanoseconds$" ||
+  fail "ProfileTypes: $(query health)"
+[ "$(query labels '{service_name="pushed"}' | tr '\n' ' ')" = "file service_name worker " ] ||
+  fail "LabelNames: $(query labels '{service_name="pushed"}')"
+[ "$(query values file "{__profile_type__=\"$id\"}" | tr '\n' ' ')" = "0 1 " ] ||
+  fail "LabelValues: $(query values file)"
+query series '{file="1"}' | grep -q "^__name__=process_cpu,__profile_type__=$id,file=1,service_name=pushed,worker=" ||
+  fail "Series: $(query series '{file="1"}')"
+query flame $id '{service_name="pushed",file="1"}' 1048576 > "$tmp/flame"
+query totals $id '{service_name="pushed"}' 60 file > "$tmp/totals"
+query bad | grep -q '^501 unimplemented$' || fail "an unserved method: $(query bad)"
 kill -TERM "$pid"
 wait "$pid" || fail "the server's exit status"
 pid=
@@ -67,4 +85,14 @@ $EMBER query -d "$tmp/ref" -o collapsed "$t{}" | LC_ALL=C sort > "$tmp/want"
 $EMBER query -d "$db" -o collapsed "$t{service_name=\"pushed\",file=\"1\"}" |
   LC_ALL=C sort > "$tmp/got"
 [ -s "$tmp/want" ] && cmp -s "$tmp/want" "$tmp/got" || fail "pushed stacks differ from the file's"
+
+# the flame graph's stacks and total are the CLI's merge of the same data
+awk '{ v = $NF; $NF = ""; sub(/ $/, ""); s[$0] += v; t += v }
+     END { for (k in s) print k, s[k]; print "total", t }' "$tmp/got" |
+  LC_ALL=C sort > "$tmp/want_flame"
+LC_ALL=C sort "$tmp/flame" > "$tmp/got_flame"
+cmp -s "$tmp/want_flame" "$tmp/got_flame" || { diff "$tmp/want_flame" "$tmp/got_flame" | head; fail "flame graph levels differ from the CLI's merge"; }
+# SelectSeries: per file, the points sum to that file's total
+total=$(sed -n 's/^total //p' "$tmp/got_flame")
+grep -q "^file=1 $total$" "$tmp/totals" || fail "SelectSeries file=1: $(cat "$tmp/totals"), want $total"
 echo "pyroscope_push: ok"
