@@ -32,7 +32,7 @@ LDLIBS := -lbpf -ldw -lelf -llmdb -lzstd -lroaring -lprotobuf-c -ldeflate -lz \
 # tests link everything dynamically.
 CLI_STATIC := -lbpf -ldw -lelf -llmdb -lzstd -lprotobuf-c -ldeflate -lz \
               -llzma -lbz2 -ledit -ltinfo -lbsd -lmd
-CLI_DYNAMIC := -lroaring -lpthread -lm
+CLI_DYNAMIC := -lroaring -lmicrohttpd -lpthread -lm
 TEST_LDLIBS := -lcmocka
 
 # Debian packages the build, tests, benchmarks and fuzzing need.
@@ -42,6 +42,8 @@ DEB_PKGS := build-essential pkg-config clang liblmdb-dev libzstd-dev \
             protobuf-c-compiler golang-go linux-perf libedit-dev libbsd-dev \
             libncurses-dev libmd-dev \
             libbpf-dev bpftool libdw-dev libelf-dev \
+            libmicrohttpd-dev libcurl4-openssl-dev wrk nodejs \
+            python3-protobuf protobuf-compiler \
             chromium chromium-driver
 
 # The pprof wire format: protoc-c writes its C code into $(BUILD)/gen.
@@ -53,7 +55,12 @@ LIB_SRC := $(wildcard engine/*.c query/*.c ingest/*.c) \
            $(filter-out %.bpf.c,$(wildcard bpf/*.c))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/proto/profile.pb-c.o
 CLI_SRC := $(wildcard repl/*.c)
-CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
+# Pyroscope's wire formats, which only the server speaks.
+SERVE_PROTO := $(wildcard proto/pyroscope/*.proto)
+SERVE_PROTO_C := $(SERVE_PROTO:%.proto=$(BUILD)/gen/%.pb-c.c)
+SERVE_PROTO_H := $(SERVE_PROTO_C:.c=.h)
+CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/obj/%.o) \
+           $(SERVE_PROTO_C:$(BUILD)/gen/%.c=$(BUILD)/obj/gen/%.o)
 TEST_COMMON := $(wildcard tests/unit/common/*.c)
 TEST_COMMON_OBJ := $(TEST_COMMON:%.c=$(BUILD)/obj/%.o)
 TEST_SRC := $(wildcard tests/unit/test_*.c)
@@ -102,14 +109,20 @@ $(PROTO_C) $(PROTO_H): $(PROTO)
 	@$(if $(Q),echo "  PROTOC  $<")
 	$(Q)protoc-c --c_out=$(BUILD)/gen -I. $<
 
-$(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c $(PROTO_H)
+$(BUILD)/gen/proto/pyroscope/%.pb-c.c $(BUILD)/gen/proto/pyroscope/%.pb-c.h: \
+    proto/pyroscope/%.proto
+	@mkdir -p $(BUILD)/gen
+	@$(if $(Q),echo "  PROTOC  $<")
+	$(Q)protoc-c --c_out=$(BUILD)/gen -I. $<
+
+$(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c $(PROTO_H) $(SERVE_PROTO_H)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 # The generated pprof header comes first (order only: the .d files say
 # which objects include it).
-$(BUILD)/obj/%.o: %.c | $(PROTO_H)
+$(BUILD)/obj/%.o: %.c | $(PROTO_H) $(SERVE_PROTO_H)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@

@@ -265,6 +265,15 @@ static inline int em_buf_varint(em_buf *b, uint64_t v)
     return rc;
 }
 
+/* ---- JSON strings (engine/json.c) --------------------------------------- */
+
+typedef void (*em_json_put_fn)(void *ctx, const char *s, size_t n);
+/* Writes STR (NULL: "") as a quoted JSON string through PUT: escapes as
+** JSON needs, valid UTF-8 as it is, other bytes as U+FFFD. */
+void em_json_string(const char *str, em_json_put_fn put, void *ctx);
+/* The same, appended to B; EMBER_OK or EMBER_ENOMEM. */
+int em_buf_json(em_buf *b, const char *str);
+
 /* ---- hashing (engine/hash.c) -------------------------------------------- */
 
 /* The stable 64-bit content hash behind every dedup index; its exact

@@ -275,6 +275,14 @@ EMBER_API int ember_import(ember_db *db, const void *buf, size_t len,
                            const ember_import_opts *opts,
                            ember_import_stats *stats);
 
+/* ember_import inside TXN, which the caller commits or aborts: several
+** inputs written all together or not at all. The input is decoded whole
+** before its first write; after a failure TXN may hold part of it, so the
+** caller aborts TXN. */
+EMBER_API int ember_txn_import(ember_txn *txn, const void *buf, size_t len,
+                               const ember_import_opts *opts,
+                               ember_import_stats *stats);
+
 /* Callbacks of ember_import_files; any may be NULL. */
 typedef struct ember_import_hooks {
     size_t sz;                  /* sizeof(ember_import_hooks) */

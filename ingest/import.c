@@ -428,43 +428,68 @@ int em_decode(const void *buf, size_t len, const em_import_opts *opts,
     return rc;
 }
 
-int em_import(ember_db *db, const void *buf, size_t len,
-              const em_import_opts *opts, em_import_stats *out)
+/* What S read and C wrote, into OUT. */
+static void import_stats(const em_pset *s, const em_pset_counts *c,
+                         em_import_stats *out)
+{
+    out->lines = s->nsamples;
+    out->stacks = s->nstacks;
+    out->functions = s->nfunctions;
+    for (size_t i = 0; i < s->nprofiles; i++)       /* saturating: the */
+        out->total = em_add_sat(out->total,         /* types may differ */
+                                em_add_sat(s->profiles[i].pos,
+                                           s->profiles[i].neg));
+    out->profiles = c->profiles;
+    out->samples = c->samples;
+    out->bytes = s->bytes_in;
+}
+
+/* Decodes, then writes in TXN, or (TXN NULL) in a transaction of DB's own
+** begun only once the input decoded, so that decoding never holds the
+** writer lock. */
+static int import_run(ember_db *db, ember_txn *txn, const void *buf,
+                      size_t len, const em_import_opts *opts,
+                      em_import_stats *out)
 {
     em_pset s = { 0 };
     em_pset_counts c = { 0 };
-    ember_txn *txn = NULL;
+    ember_txn *own = NULL;
     int rc;
 
     if (out != NULL)
         memset(out, 0, sizeof *out);
-    if (db == NULL)
-        return em_err(EMBER_EINVAL, "import: no database");
     rc = em_decode(buf, len, opts, &s);
     em_pset_trim(&s);       /* its indexes are a third of it; writing needs none */
     if (rc == EMBER_OK && s.nsamples > 0) {
-        rc = ember_txn_begin(db, &txn);
+        if (txn == NULL && (rc = ember_txn_begin(db, &own)) == EMBER_OK)
+            txn = own;
         if (rc == EMBER_OK)
             rc = em_pset_write(txn, &s, &c);
-        if (rc == EMBER_OK)
-            rc = ember_txn_commit(txn);
-        else
-            ember_txn_abort(txn);
+        if (own != NULL && rc == EMBER_OK)
+            rc = ember_txn_commit(own);
+        else if (own != NULL)
+            ember_txn_abort(own);
     }
-    if (rc == EMBER_OK && out != NULL) {
-        out->lines = s.nsamples;
-        out->stacks = s.nstacks;
-        out->functions = s.nfunctions;
-        for (size_t i = 0; i < s.nprofiles; i++)    /* saturating: the */
-            out->total = em_add_sat(out->total,     /* types may differ */
-                                    em_add_sat(s.profiles[i].pos,
-                                               s.profiles[i].neg));
-        out->profiles = c.profiles;
-        out->samples = c.samples;
-        out->bytes = s.bytes_in;
-    }
+    if (rc == EMBER_OK && out != NULL)
+        import_stats(&s, &c, out);
     em_pset_free(&s);
     return rc;
+}
+
+int em_import(ember_db *db, const void *buf, size_t len,
+              const em_import_opts *opts, em_import_stats *out)
+{
+    if (db == NULL)
+        return em_err(EMBER_EINVAL, "import: no database");
+    return import_run(db, NULL, buf, len, opts, out);
+}
+
+int em_import_txn(ember_txn *txn, const void *buf, size_t len,
+                  const em_import_opts *opts, em_import_stats *out)
+{
+    if (txn == NULL)
+        return em_err(EMBER_EINVAL, "import: no transaction");
+    return import_run(NULL, txn, buf, len, opts, out);
 }
 
 int em_import_collapsed(ember_db *db, const char *buf, size_t len,

@@ -142,9 +142,11 @@ static int64_t clock_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-EMBER_API int ember_import(ember_db *db, const void *buf, size_t len,
-                           const ember_import_opts *opts,
-                           ember_import_stats *stats)
+/* ember_import and ember_txn_import: into TXN when it is not NULL, else
+** into DB in a transaction of its own. */
+static int import_one(ember_db *db, ember_txn *txn, const void *buf,
+                      size_t len, const ember_import_opts *opts,
+                      ember_import_stats *stats)
 {
     ember_import_stats st = { .sz = sizeof st, .files = 1 };
     em_import_stats es;
@@ -154,9 +156,9 @@ EMBER_API int ember_import(ember_db *db, const void *buf, size_t len,
 
     if (stats != NULL && stats->sz == 0)
         return em_err(EMBER_EINVAL, "import: stats sz is not set");
-    if (db == NULL || (buf == NULL && len > 0))
-        rc = em_err(EMBER_EINVAL, "import: no %s", db == NULL ? "database"
-                                                             : "buffer");
+    if ((db == NULL && txn == NULL) || (buf == NULL && len > 0))
+        rc = em_err(EMBER_EINVAL, "import: no %s", buf == NULL && len > 0
+                    ? "buffer" : "database");
     else
         rc = opts_convert(opts, &o, &flags);
     if (rc == EMBER_OK)
@@ -164,7 +166,8 @@ EMBER_API int ember_import(ember_db *db, const void *buf, size_t len,
     if (rc == EMBER_OK && (flags & EMBER_IMPORT_TIME) == 0)
         o.time_ms = clock_ms();
     if (rc == EMBER_OK)
-        rc = em_import(db, buf, len, &o, &es);
+        rc = txn != NULL ? em_import_txn(txn, buf, len, &o, &es)
+                         : em_import(db, buf, len, &o, &es);
     if (rc == EMBER_OK) {
         st.profiles = es.profiles;
         st.samples = es.samples;
@@ -175,6 +178,20 @@ EMBER_API int ember_import(ember_db *db, const void *buf, size_t len,
     }
     stats_put(stats, &st);
     return rc;
+}
+
+EMBER_API int ember_import(ember_db *db, const void *buf, size_t len,
+                           const ember_import_opts *opts,
+                           ember_import_stats *stats)
+{
+    return import_one(db, NULL, buf, len, opts, stats);
+}
+
+EMBER_API int ember_txn_import(ember_txn *txn, const void *buf, size_t len,
+                               const ember_import_opts *opts,
+                               ember_import_stats *stats)
+{
+    return import_one(NULL, txn, buf, len, opts, stats);
 }
 
 /* ---- reporting ---------------------------------------------------------------- */

@@ -184,5 +184,8 @@ int em_decode(const void *buf, size_t len, const em_import_opts *opts,
 ** it is zeroed. */
 int em_import(ember_db *db, const void *buf, size_t len,
               const em_import_opts *opts, em_import_stats *out);
+/* The same inside the caller's TXN, which commits or aborts it. */
+int em_import_txn(ember_txn *txn, const void *buf, size_t len,
+                  const em_import_opts *opts, em_import_stats *out);
 
 #endif /* EM_INGEST_H */

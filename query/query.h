@@ -449,6 +449,32 @@ int em_result_note(ember_result *r, const char *fmt, ...)
 int em_query_run(ember_db *db, const char *text, const ember_query_opts *opts,
                  unsigned flags, ember_result **out);
 
+/* ---- flame graph levels (query/render_levels.c) ---------------------------- */
+
+/* One depth of a flame graph: 4 integers a node (x offset from the end of
+** the node before it, total, self, index into names). */
+typedef struct em_level {
+    int64_t *values;
+    size_t n;
+    int64_t end;                /* where the last node ends */
+} em_level;
+
+/* A profile as Pyroscope's flame graph levels; names point into the
+** profile it was built from (and static "total", "other"). */
+typedef struct em_levels {
+    const char **names;
+    size_t nnames, cap_names;
+    em_level *levels;
+    size_t nlevels;
+    int64_t total, max_self;
+} em_levels;
+
+/* Lays P out as levels, root "total" first, children by name; MAX_NODES
+** > 0 cuts nodes below the MAX_NODES-th largest total into an "other" node
+** per parent. EMBER_EINVAL for a diff. Free with em_levels_free. */
+int em_levels_build(const em_rprofile *p, int64_t max_nodes, em_levels *out);
+void em_levels_free(em_levels *l);
+
 /* ---- rendering results (query/render.c dispatches) ------------------------ */
 
 typedef struct em_render_opts {

@@ -97,55 +97,14 @@ static void jw_u64(jw *w, uint64_t v)
 
 /* ---- strings ----------------------------------------------------------------------- */
 
-/* The escape of byte C, or NULL when it needs none. BUF holds 8 bytes. */
-static const char *json_escape(unsigned char c, char buf[8])
+static void jw_put_fn(void *ctx, const char *s, size_t n)
 {
-    switch (c) {
-    case '"': return "\\\"";
-    case '\\': return "\\\\";
-    case '\n': return "\\n";
-    case '\t': return "\\t";
-    case '\r': return "\\r";
-    case '\b': return "\\b";
-    case '\f': return "\\f";
-    default: break;
-    }
-    if (c >= 0x20)
-        return NULL;
-    snprintf(buf, 8, "\\u%04x", c);
-    return buf;
+    jw_put(ctx, s, n);
 }
 
 static void jw_string(jw *w, const char *str)
 {
-    const unsigned char *s = (const unsigned char *)(str != NULL ? str : "");
-    const unsigned char *run = s;       /* bytes that pass as they are */
-    const unsigned char *end = s + strlen((const char *)s);
-    char esc[8];
-    uint32_t cp;
-
-    jw_put(w, "\"", 1);
-    while (*s != '\0') {
-        const char *e;
-        size_t n;
-        if (*s >= 0x20 && *s < 0x80 && *s != '"' && *s != '\\') {
-            s++;                        /* the common case: plain ASCII */
-            continue;
-        }
-        e = json_escape(*s, esc);
-        /* here a byte >= 0x80 when E is NULL: one that starts no
-        ** character (width 1) becomes U+FFFD */
-        n = e == NULL ? em_utf8_decode(s, (size_t)(end - s), &cp) : 0;
-        if (n > 1) {
-            s += n;
-            continue;
-        }
-        jw_put(w, (const char *)run, (size_t)(s - run));
-        jw_str(w, e != NULL ? e : "\\ufffd");
-        run = ++s;
-    }
-    jw_put(w, (const char *)run, (size_t)(s - run));
-    jw_put(w, "\"", 1);
+    em_json_string(str, jw_put_fn, w);
 }
 
 static void jw_labels(jw *w, const ember_label *labels, size_t n)

@@ -43,6 +43,7 @@ int em_cmd_agent(int argc, char **argv);
 int em_cmd_repl(int argc, char **argv);
 int em_cmd_stats(int argc, char **argv);
 int em_cmd_verify(int argc, char **argv);
+int em_cmd_serve(int argc, char **argv);
 
 /* Prints "ember CMD: message" (printf-style) to stderr; returns STATUS. */
 int em_cli_fail(int status, const char *cmd, const char *fmt, ...)
@@ -66,6 +67,9 @@ const char *em_cli_dir_arg(const char *cmd, int argc, char **argv);
 int em_cli_label(char *arg, ember_label *out);
 /* Opens DIR for the command CMD (read-only when RDONLY); prints why not. */
 int em_cli_open(const char *cmd, const char *dir, int rdonly, ember_db **db);
+/* Parses bytes given as "512M", "2G", "64k" or "1000000" into *OUT; 0, or
+** -1 for anything else (zero included). */
+int em_cli_size(const char *s, uint64_t *out);
 /* Milliseconds since the epoch, now. */
 int64_t em_cli_now_ms(void);
 

@@ -76,26 +76,6 @@ static void import_summary(const import_cli *c, const ember_import_stats *st)
             (double)st->samples / secs, (double)st->bytes / 1e6 / secs);
 }
 
-/* Parses "512M", "2G", "1000000" into bytes. */
-static int size_parse(const char *s, uint64_t *out)
-{
-    char *end;
-    unsigned long long v;
-
-    errno = 0;
-    v = strtoull(s, &end, 10);
-    if (errno != 0 || end == s || v == 0)
-        return -1;
-    switch (*end) {
-    case 'k': case 'K': v <<= 10; end++; break;
-    case 'm': case 'M': v <<= 20; end++; break;
-    case 'g': case 'G': v <<= 30; end++; break;
-    default: break;
-    }
-    *out = v;
-    return *end == '\0' ? 0 : -1;
-}
-
 /* -l ARG: one more label, checked alone here and with the others after
 ** the last option. */
 static int label_opt(import_cli *c, char *arg)
@@ -148,7 +128,7 @@ static int import_opt(import_cli *c, int ch, const char **dir,
         o->window_ms = window;
         return 0;
     case 'M':
-        if (size_parse(optarg, &o->max_bytes) != 0)
+        if (em_cli_size(optarg, &o->max_bytes) != 0)
             return em_cli_fail(2, "import", "--max-size %s: expected bytes "
                                "such as 512M or 2G", optarg);
         return 0;

@@ -9,10 +9,12 @@
 ** "ember CMD: " (em_cli_fail), usage errors included (em_cli_usage,
 ** em_cli_bad_option, em_cli_args).
 */
+#include <errno.h>
 #include <getopt.h>
 #include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -115,6 +117,29 @@ const em_cmd em_commands[] = {
       "and exits 1 if any failed: echo 'merge(cpu)' | ember repl -d DB.\n"
       "docs/repl.md is the guide.\n",
       em_cmd_repl, false },
+    { "serve", "-d DIR [--listen unix:PATH|tcp:[ADDR:]PORT]... "
+      "[--token-file F] [--tls-cert F --tls-key F] [--access-log F|-|off] "
+      "[--max-body N] [--max-connections N] [--threads N] "
+      "[--idle-timeout S]",
+      "serve the database over HTTP until SIGINT or SIGTERM",
+      "Answers Ember's HTTP API (docs/protocol.md) on a Unix socket, by\n"
+      "default DIR/ember.sock (mode 0600), and on each --listen. TCP binds\n"
+      "loopback unless an address is named, which needs --token-file:\n"
+      "then every request but /healthz and /readyz must carry\n"
+      "Authorization: Bearer TOKEN. SIGINT or SIGTERM stop accepting,\n"
+      "let the requests in flight finish, sync and exit 0.\n"
+      "  --listen L          unix:PATH, tcp:PORT (loopback), tcp:ADDR:PORT\n"
+      "                      or tcp:[V6]:PORT; repeat for more\n"
+      "  --token-file F      the bearer token, the file's first line\n"
+      "  --tls-cert F        PEM certificate and key: HTTPS on every TCP\n"
+      "  --tls-key F         listener\n"
+      "  --access-log F      a line per request: F appended to, - (stderr,\n"
+      "                      the default) or off\n"
+      "  --max-body N        largest request body (default 256M): 413\n"
+      "  --max-connections N open connections (default 2048): 503 past it\n"
+      "  --threads N         threads per listener (default 4)\n"
+      "  --idle-timeout S    close a connection idle this long (120)\n",
+      em_cmd_serve, false },
     { "stats", "-d DIR", "print what the database holds and its size",
       "Series, profiles, samples, distinct stacks, functions, locations,\n"
       "bytes on disk by table and bytes per sample.\n", em_cmd_stats,
@@ -241,6 +266,28 @@ int em_cli_open(const char *cmd, const char *dir, int rdonly, ember_db **db)
         *db = NULL;
     }
     return rc;
+}
+
+int em_cli_size(const char *s, uint64_t *out)
+{
+    char *end;
+    unsigned long long v;
+    unsigned shift = 0;
+
+    errno = 0;
+    v = strtoull(s, &end, 10);
+    if (errno != 0 || end == s || v == 0 || s[0] < '0' || s[0] > '9')
+        return -1;
+    switch (*end) {
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    default: break;
+    }
+    if (*end != '\0' || v > UINT64_MAX >> shift)
+        return -1;
+    *out = (uint64_t)v << shift;
+    return 0;
 }
 
 int64_t em_cli_now_ms(void)

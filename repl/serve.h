@@ -1,0 +1,216 @@
+/*
+** repl/serve.h: `ember serve`, the HTTP server (docs/protocol.md). Three
+** parts, one file each:
+**
+**   serve.c       the command: options, listening sockets (Unix, TCP),
+**                 libmicrohttpd daemons, signals, the orderly stop;
+**   serve_http.c  one request's life: routing through the table, the token,
+**                 the body and its limit, parameters, the answer, the
+**                 access log line and the metrics;
+**   serve_api.c   the table of routes and their handlers, each a thin
+**                 adapter from HTTP to the public API (include/ember.h).
+**
+** A handler runs on one of the daemon's pool threads once the whole body
+** has arrived; it fills an em_resp and returns. Everything a handler reads
+** of the request goes through em_req_param and em_req_body, whatever way
+** the client sent it (query string, url-encoded or multipart form, body).
+*/
+#ifndef EM_SERVE_H
+#define EM_SERVE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/socket.h>
+
+#include <microhttpd.h>
+
+#include "engine/engine.h"
+#include "repl/cli.h"
+
+#define EM_SERVE_MAX_LISTEN 8
+#define EM_SERVE_MAX_PARAMS 256         /* per request */
+#define EM_SERVE_MAX_PARAM_BYTES (1u << 20) /* one form field, files aside */
+/* Latency histogram bounds, seconds (Prometheus' default buckets). */
+#define EM_SERVE_NBUCKETS 11
+
+/* What `ember serve`'s options set (docs/protocol.md, "Limits"). */
+typedef struct em_serve_opts {
+    const char *dir;
+    const char *listen[EM_SERVE_MAX_LISTEN];
+    size_t nlisten;
+    const char *token_file;
+    const char *tls_cert, *tls_key;
+    const char *access_log;     /* a path, "-" for stderr, "off" */
+    uint64_t max_body;          /* bytes of one request body */
+    unsigned max_conns;         /* open connections; past it: 503 */
+    unsigned threads;           /* per listening socket */
+    unsigned idle_timeout_s;    /* an idle keep-alive connection closes */
+} em_serve_opts;
+
+/* Counters of one route, for /metrics. */
+typedef struct em_route_stats {
+    _Atomic uint64_t by_class[6];       /* status / 100: 1xx..5xx; 0 unused */
+    _Atomic uint64_t buckets[EM_SERVE_NBUCKETS + 1];   /* + the +Inf one */
+    _Atomic uint64_t micros;            /* latencies summed */
+    _Atomic uint64_t bytes_in, bytes_out;
+} em_route_stats;
+
+typedef struct em_route em_route;
+
+typedef struct em_server {
+    ember_db *db;
+    em_serve_opts opts;
+    char *token;                /* NULL: no token asked for */
+    size_t token_len;
+    FILE *log;                  /* access log; NULL: off */
+    pthread_mutex_t log_lock;
+    struct MHD_Daemon *daemons[EM_SERVE_MAX_LISTEN];
+    size_t ndaemons;
+    char *unix_paths[EM_SERVE_MAX_LISTEN];   /* sockets to unlink at exit */
+    size_t nunix;
+    int64_t started_ms;
+    atomic_bool stopping;
+    _Atomic unsigned open_conns;
+    _Atomic unsigned active;    /* requests between headers and completion */
+    _Atomic uint64_t conns_total, conns_refused;
+    em_route_stats *stats;      /* one per route of em_routes */
+} em_server;
+
+/* One parameter: from the query string, or a field of a form body. */
+typedef struct em_param {
+    char *name;
+    em_buf value;               /* NUL after its bytes (not counted) */
+} em_param;
+
+typedef struct em_req {
+    em_server *srv;
+    struct MHD_Connection *conn;
+    const em_route *route;      /* NULL: no route matched */
+    size_t route_ix;
+    char *method, *path;
+    char seg[256];              /* the '*' segment of the route's path */
+    em_buf body;                /* the raw body, unless it is a form */
+    em_param *params;
+    size_t nparams, cap_params;
+    struct MHD_PostProcessor *pp;
+    uint64_t bytes_in;
+    int64_t start_ns;
+    unsigned early;             /* a status decided before the body */
+    char early_msg[200];
+    bool form;                  /* the body is a form, fed to pp */
+    bool form_failed;           /* a field broke a limit */
+    unsigned status;            /* sent, for the log and metrics */
+    uint64_t bytes_out;
+} em_req;
+
+/* A handler's answer. */
+typedef struct em_resp {
+    unsigned status;
+    const char *ctype;
+    em_buf body;
+} em_resp;
+
+typedef int (*em_handler)(em_req *rq, em_resp *rs);
+
+enum { EM_GET = 1u, EM_POST = 2u };
+
+/* What a POST body is. */
+typedef enum em_body_kind {
+    EM_BODY_FORM,               /* url-encoded or multipart parameters */
+    EM_BODY_RAW,                /* data, whatever the content type says */
+    EM_BODY_RAW_OR_MULTIPART    /* data, or multipart with a "profile"
+                                ** field: url-encoded is data too, as
+                                ** curl --data-binary labels it so */
+} em_body_kind;
+
+struct em_route {
+    const char *path;           /* exact; a '*' segment matches one segment */
+    unsigned methods;           /* EM_GET | EM_POST */
+    em_handler run;
+    bool open;                  /* answered without the token (health) */
+    em_body_kind body;
+    bool connect;               /* a Connect call: errors in its shape */
+};
+
+/* ---- serve_api.c ----------------------------------------------------------- */
+
+/* A list of strings, sorted and made distinct by em_strset_sort: the
+** unions of label names and values the metadata endpoints answer. */
+typedef struct em_strset {
+    char **v;
+    size_t n, cap;
+} em_strset;
+
+int em_strset_add(em_strset *s, const char *str);
+void em_strset_sort(em_strset *s);
+void em_strset_free(em_strset *s);
+
+/* Pyroscope's POST /ingest (serve_pyroscope.c). */
+int em_h_ingest(em_req *rq, em_resp *rs);
+
+/* ---- serve_connect.c: Connect unary calls ------------------------------ */
+
+/* A Connect error answer: {"code":CODE,"message":MSG} with CODE's status. */
+int em_connect_error(em_resp *rs, const char *code, const char *msg);
+/* The Connect error answer for RC, an Ember code, with its message. */
+int em_connect_ember(em_resp *rs, int rc);
+/* The request's message bytes (gunzipped per Content-Encoding: *OWNED
+** then holds them, em_free it); a non-protobuf body is answered here
+** (rs->status is no longer 200). */
+int em_connect_body(em_req *rq, em_resp *rs, const uint8_t **p, size_t *n,
+                    void **owned);
+/* The Connect code of a status the server decided before the handler. */
+const char *em_connect_code(unsigned status);
+/* Pyroscope's POST /push.v1.PusherService/Push. */
+int em_h_push(em_req *rq, em_resp *rs);
+/* Pyroscope's querier, POST /querier.v1.QuerierService/METHOD (serve_querier.c):
+** the handler reads the method from the path's last segment. */
+int em_h_querier(em_req *rq, em_resp *rs);
+
+extern const em_route em_routes[];
+extern const size_t em_nroutes;
+/* The latency buckets' upper bounds, seconds. */
+extern const double em_serve_buckets[EM_SERVE_NBUCKETS];
+
+/* ---- serve.c ------------------------------------------------------------- */
+
+/* A client's address as the access log shows it: "127.0.0.1", "[::1]",
+** "unix". */
+void em_serve_addr_str(const struct sockaddr *sa, char *buf, size_t cap);
+
+/* ---- serve_http.c -------------------------------------------------------- */
+
+/* libmicrohttpd's callbacks, with the server as their closure. */
+enum MHD_Result em_http_on_request(void *cls, struct MHD_Connection *c,
+                                   const char *url, const char *method,
+                                   const char *version, const char *upload,
+                                   size_t *upload_size, void **ctx);
+void em_http_on_completed(void *cls, struct MHD_Connection *c, void **ctx,
+                          enum MHD_RequestTerminationCode toe);
+void em_http_on_connection(void *cls, struct MHD_Connection *c,
+                           void **socket_ctx,
+                           enum MHD_ConnectionNotificationCode toe);
+
+/* The first value of parameter NAME, or NULL. */
+const char *em_req_param(const em_req *rq, const char *name);
+/* Every value of NAME, in order, into OUT (at most MAX); their count. */
+size_t em_req_params(const em_req *rq, const char *name, const char **out,
+                     size_t max);
+/* The raw body (also a form's file field "profile", if any). */
+const em_buf *em_req_body(const em_req *rq);
+
+/* A JSON error answer, Prometheus' shape: {"status":"error","errorType":
+** TYPE,"error":MESSAGE}. Returns EMBER_OK (the answer is ready). */
+int em_resp_error(em_resp *rs, unsigned status, const char *type,
+                  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* The error answer for RC, an Ember code, with the thread's message. */
+int em_resp_ember(em_resp *rs, int rc);
+/* Text into RS's body; EMBER_OK or EMBER_ENOMEM. */
+int em_resp_text(em_resp *rs, const char *s);
+int em_resp_printf(em_resp *rs, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+#endif /* EM_SERVE_H */

@@ -1,0 +1,526 @@
+/*
+** repl/serve_api.c: the routes of `ember serve` and Ember's own endpoints
+** (docs/protocol.md), one table as Redis's command table is: the path, the
+** methods, the handler. Each handler is a thin adapter from HTTP to the
+** public API: it reads its parameters, calls ember_query, ember_import or
+** ember_stats_get on the server's handle, and writes what they give.
+** Answers follow Prometheus' HTTP API: {"status":"success","data":...} or
+** {"status":"error","errorType":...,"error":...}.
+*/
+#include <errno.h>
+#include <stdio.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "query/query.h"
+#include "repl/serve.h"
+
+#define MAX_MATCH 32                /* match[] selectors in one request */
+
+static int64_t now_ms(void)
+{
+    return em_cli_now_ms();
+}
+
+/* ---- parameters -------------------------------------------------------------- */
+
+/* A time parameter (RFC 3339, unix s or ms, now, -1h); 0 when absent. */
+static int param_time(em_req *rq, em_resp *rs, const char *name,
+                      int64_t *out, bool *bad)
+{
+    const char *v = em_req_param(rq, name);
+
+    *out = 0;
+    if (v == NULL || v[0] == '\0')
+        return EMBER_OK;
+    if (em_time_parse(v, now_ms(), out) == EMBER_OK)
+        return EMBER_OK;
+    *bad = true;
+    return em_resp_error(rs, 400, "bad_data", "%s=%s: expected a time "
+                         "(RFC 3339, unix seconds or ms, now, -1h)", name, v);
+}
+
+/* A count parameter; DEF when absent. */
+static int param_count(em_req *rq, em_resp *rs, const char *name,
+                       uint64_t max, uint64_t def, uint64_t *out, bool *bad)
+{
+    const char *v = em_req_param(rq, name);
+    char *end;
+
+    *out = def;
+    if (v == NULL)
+        return EMBER_OK;
+    errno = 0;
+    if (v[0] >= '0' && v[0] <= '9') {
+        *out = strtoull(v, &end, 10);
+        if (errno == 0 && *end == '\0' && *out <= max)
+            return EMBER_OK;
+    }
+    *bad = true;
+    return em_resp_error(rs, 400, "bad_data", "%s=%s: expected a number up "
+                         "to %" PRIu64, name, v, max);
+}
+
+/* ---- answers ----------------------------------------------------------------- */
+
+static int json_begin(em_resp *rs)
+{
+    rs->ctype = "application/json";
+    return em_resp_text(rs, "{\"status\":\"success\",\"data\":");
+}
+
+static int json_end(em_resp *rs)
+{
+    return em_resp_text(rs, "}\n");
+}
+
+/* The content type of a rendered format. */
+static const char *format_ctype(const char *format)
+{
+    if (strcmp(format, "json") == 0)
+        return "application/json";
+    if (strcmp(format, "svg") == 0)
+        return "image/svg+xml";
+    if (strcmp(format, "csv") == 0)
+        return "text/csv; charset=utf-8";
+    if (em_render_binary(format))
+        return "application/octet-stream";
+    return "text/plain; charset=utf-8";
+}
+
+/* ---- /healthz, /readyz ------------------------------------------------------- */
+
+static int h_health(em_req *rq, em_resp *rs)
+{
+    (void)rq;
+    return em_resp_text(rs, "ok\n");
+}
+
+static int h_ready(em_req *rq, em_resp *rs)
+{
+    if (atomic_load(&rq->srv->stopping))
+        return em_resp_error(rs, 503, "unavailable", "the server is "
+                             "stopping");
+    return em_resp_text(rs, "ready\n");
+}
+
+/* ---- /api/v1/query ------------------------------------------------------------- */
+
+typedef struct query_params {
+    const char *text, *format, *unit;
+    ember_query_opts q;
+    ember_render_opts r;
+} query_params;
+
+static int query_params_read(em_req *rq, em_resp *rs, query_params *p,
+                             bool *bad)
+{
+    uint64_t limit, width;
+    const char *step = em_req_param(rq, "step");
+    int rc;
+
+    p->text = em_req_param(rq, "query");
+    p->format = em_req_param(rq, "format");
+    p->q = (ember_query_opts){ .sz = sizeof p->q };
+    p->r = (ember_render_opts){ .sz = sizeof p->r };
+    if (p->text == NULL || p->text[0] == '\0') {
+        *bad = true;
+        return em_resp_error(rs, 400, "bad_data", "query: the parameter "
+                             "is missing");
+    }
+    if (p->format == NULL || p->format[0] == '\0')
+        p->format = "json";
+    if ((rc = param_time(rq, rs, "from", &p->q.from_ms, bad)) || *bad ||
+        (rc = param_time(rq, rs, "to", &p->q.to_ms, bad)) || *bad ||
+        (rc = param_count(rq, rs, "limit", SIZE_MAX, 0, &limit, bad)) ||
+        *bad ||
+        (rc = param_count(rq, rs, "width", 100000, 0, &width, bad)) || *bad)
+        return rc;
+    if (step != NULL && (em_duration_parse(step, &p->q.step_ms) != EMBER_OK
+                         || p->q.step_ms <= 0)) {
+        *bad = true;
+        return em_resp_error(rs, 400, "bad_data", "step=%s: expected a "
+                             "duration such as 30s, 5m or 1h", step);
+    }
+    p->r.limit = (size_t)limit;
+    p->r.width = (unsigned)width;
+    p->r.unit = em_req_param(rq, "unit");
+    p->r.cum_sort = em_req_param(rq, "cum") != NULL;
+    return EMBER_OK;
+}
+
+static int h_query(em_req *rq, em_resp *rs)
+{
+    query_params p;
+    ember_result *r = NULL;
+    char *out = NULL;
+    size_t len = 0;
+    bool bad = false;
+    int rc = query_params_read(rq, rs, &p, &bad);
+
+    if (rc != EMBER_OK || bad)
+        return rc;
+    rc = ember_query(rq->srv->db, p.text, &p.q, &r);
+    if (rc == EMBER_OK)
+        rc = ember_result_render(rq->srv->db, r, p.format, &p.r, &out, &len);
+    ember_result_free(r);
+    if (rc != EMBER_OK)
+        return em_resp_ember(rs, rc);
+    rs->ctype = format_ctype(p.format);
+    rs->body = (em_buf){ .p = (uint8_t *)out, .len = len, .cap = len + 1 };
+    return EMBER_OK;
+}
+
+/* ---- metadata: labels, values, types, series ------------------------------------ */
+
+void em_strset_free(em_strset *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        em_free(s->v[i]);
+    em_free(s->v);
+    memset(s, 0, sizeof *s);
+}
+
+int em_strset_add(em_strset *s, const char *str)
+{
+    char **v = em_grow(s->v, &s->cap, s->n + 1, sizeof *v);
+
+    if (v == NULL)
+        return em_err(EMBER_ENOMEM, "out of memory for %zu strings", s->n);
+    s->v = v;
+    if ((v[s->n] = em_strdup(str)) == NULL)
+        return em_err(EMBER_ENOMEM, "out of memory for a string");
+    s->n++;
+    return EMBER_OK;
+}
+
+static int str_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void em_strset_sort(em_strset *s)
+{
+    size_t k = 0;
+
+    if (s->n > 0)
+        qsort(s->v, s->n, sizeof *s->v, str_cmp);
+    for (size_t i = 0; i < s->n; i++) {
+        if (k > 0 && strcmp(s->v[k - 1], s->v[i]) == 0)
+            em_free(s->v[i]);
+        else
+            s->v[k++] = s->v[i];
+    }
+    s->n = k;
+}
+
+/* Adds the rows of the table query FN(NAME, SEL) to SET: SEL is a selector
+** of the query language (match[]); one that does not parse, or that is
+** more than a selector, is refused by the query's own checks. */
+static int table_rows(ember_db *db, const char *fn, const char *sel,
+                      const char *name, em_strset *set)
+{
+    char *text = NULL;
+    ember_result *r = NULL;
+    int rc;
+
+    if (asprintf(&text, "%s(%s%s%s)", fn, name != NULL ? name : "",
+                 name != NULL && sel != NULL ? ", " : "",
+                 sel != NULL ? sel : "") < 0)
+        return em_err(EMBER_ENOMEM, "out of memory for a query");
+    rc = ember_query(db, text, NULL, &r);
+    if (rc == EMBER_OK && ember_result_kind(r) != EMBER_RESULT_TABLE)
+        rc = em_err(EMBER_EINVAL, "match[]=%s: not a selector", sel);
+    for (size_t i = 0; rc == EMBER_OK && i < ember_result_rows(r); i++)
+        rc = em_strset_add(set, ember_result_row(r, i));
+    ember_result_free(r);
+    free(text);
+    return rc;
+}
+
+/* Runs the table query FN for each match[] (or once without one) and
+** writes the union of the rows, sorted, as a JSON array. */
+static int table_union(em_req *rq, em_resp *rs, const char *fn,
+                       const char *name)
+{
+    const char *match[MAX_MATCH];
+    size_t nmatch = em_req_params(rq, "match[]", match, MAX_MATCH);
+    em_strset set = { 0 };
+    int rc = EMBER_OK;
+
+    if (name != NULL && em_label_name_check(name) != EMBER_OK)
+        return em_resp_ember(rs, EMBER_EINVAL);
+    for (size_t i = 0; i < (nmatch > 0 ? nmatch : 1) && rc == EMBER_OK; i++)
+        rc = table_rows(rq->srv->db, fn, nmatch > 0 ? match[i] : NULL, name,
+                        &set);
+    em_strset_sort(&set);
+    if (rc == EMBER_OK)
+        rc = json_begin(rs);
+    for (size_t i = 0; i < set.n && rc == EMBER_OK; i++)
+        rc = em_buf_put(&rs->body, i == 0 ? "[" : ",", 1) ||
+             em_buf_json(&rs->body, set.v[i]) ? EMBER_ENOMEM : EMBER_OK;
+    if (rc == EMBER_OK)
+        rc = em_resp_text(rs, set.n == 0 ? "[]" : "]");
+    if (rc == EMBER_OK)
+        rc = json_end(rs);
+    em_strset_free(&set);
+    return rc == EMBER_OK ? EMBER_OK : em_resp_ember(rs, rc);
+}
+
+static int h_labels(em_req *rq, em_resp *rs)
+{
+    return table_union(rq, rs, "label_names", NULL);
+}
+
+static int h_label_values(em_req *rq, em_resp *rs)
+{
+    return table_union(rq, rs, "label_values", rq->seg);
+}
+
+static int h_types(em_req *rq, em_resp *rs)
+{
+    return table_union(rq, rs, "profile_types", NULL);
+}
+
+/* ---- /api/v1/status ------------------------------------------------------------ */
+
+static int status_json(em_resp *rs, const em_server *s, const ember_stats *st)
+{
+    return em_resp_printf(rs, "{\"version\":\"%s\",\"uptime_s\":%.3f,"
+        "\"format_version\":%u,\"series\":%" PRIu64 ",\"profiles\":%" PRIu64
+        ",\"samples\":%" PRIu64 ",\"stacks\":%" PRIu64 ",\"locations\":%"
+        PRIu64 ",\"functions\":%" PRIu64 ",\"mappings\":%" PRIu64
+        ",\"strings\":%" PRIu64 ",\"chunks\":%" PRIu64 ",\"head_chunks\":%"
+        PRIu64 ",\"chunk_bytes\":%" PRIu64 ",\"file_bytes\":%" PRIu64
+        ",\"used_bytes\":%" PRIu64 ",\"open_connections\":%u}",
+        EMBER_VERSION_STRING, (double)(now_ms() - s->started_ms) / 1000.0,
+        st->format_version, st->series, st->profiles, st->samples,
+        st->stacks, st->locations, st->functions, st->mappings, st->strings,
+        st->chunks, st->head_chunks, st->chunk_bytes, st->file_bytes,
+        st->used_bytes, atomic_load(&s->open_conns));
+}
+
+static int h_status(em_req *rq, em_resp *rs)
+{
+    ember_stats st = { .sz = sizeof st };
+    int rc = ember_stats_get(rq->srv->db, &st);
+
+    if (rc != EMBER_OK)
+        return em_resp_ember(rs, rc);
+    if ((rc = json_begin(rs)) || (rc = status_json(rs, rq->srv, &st)) ||
+        (rc = json_end(rs)))
+        return rc;
+    return EMBER_OK;
+}
+
+/* ---- /api/v1/import ------------------------------------------------------------ */
+
+static int import_format(const char *s, int *out)
+{
+    static const char *const names[] = { "auto", "pprof", "collapsed",
+                                         "perf" };
+
+    for (int i = 0; i < 4; i++)
+        if (s == NULL || strcmp(s, names[i]) == 0) {
+            *out = s == NULL ? EMBER_FORMAT_AUTO : i;
+            return EMBER_OK;
+        }
+    return EMBER_EINVAL;
+}
+
+/* Splits each label=k=v parameter into LABELS (pointers into copies held
+** by COPIES); the count, or -1 with the answer written. */
+static int import_labels(em_req *rq, em_resp *rs, ember_label *labels,
+                         char **copies)
+{
+    const char *vals[EM_MAX_CLI_LABELS + 1];
+    size_t n = em_req_params(rq, "label", vals, EM_MAX_CLI_LABELS + 1);
+
+    if (n > EM_MAX_CLI_LABELS) {
+        em_resp_error(rs, 400, "bad_data", "more than %d label parameters",
+                      EM_MAX_CLI_LABELS);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if ((copies[i] = em_strdup(vals[i])) == NULL ||
+            em_cli_label(copies[i], &labels[i]) != 0) {
+            em_resp_error(rs, 400, "bad_data", "label=%s: expected k=v",
+                          vals[i]);
+            return -1;
+        }
+    }
+    return (int)n;
+}
+
+static int import_opts(em_req *rq, em_resp *rs, ember_import_opts *o,
+                       bool *bad)
+{
+    const char *fmt = em_req_param(rq, "format");
+    const char *window = em_req_param(rq, "window");
+    int64_t t = 0;
+    int rc;
+
+    o->origin = "request body";
+    o->type = em_req_param(rq, "type");
+    o->name = em_req_param(rq, "name");
+    if (import_format(fmt, &o->format) != EMBER_OK) {
+        *bad = true;
+        return em_resp_error(rs, 400, "bad_data", "format=%s: expected "
+                             "auto, pprof, collapsed or perf", fmt);
+    }
+    if ((rc = param_time(rq, rs, "time", &t, bad)) != EMBER_OK || *bad)
+        return rc;
+    if (em_req_param(rq, "time") != NULL) {
+        o->flags |= EMBER_IMPORT_TIME;
+        o->time_ms = t;
+    }
+    if (window != NULL && (em_duration_parse(window, &o->window_ms) !=
+                           EMBER_OK || o->window_ms <= 0)) {
+        *bad = true;
+        return em_resp_error(rs, 400, "bad_data", "window=%s: expected a "
+                             "duration", window);
+    }
+    return EMBER_OK;
+}
+
+static int import_answer(em_resp *rs, const ember_import_stats *st)
+{
+    int rc = json_begin(rs);
+
+    if (rc == EMBER_OK)
+        rc = em_resp_printf(rs, "{\"profiles\":%" PRIu64 ",\"samples\":%"
+                            PRIu64 ",\"bytes\":%" PRIu64 "}", st->profiles,
+                            st->samples, st->bytes);
+    return rc == EMBER_OK ? json_end(rs) : rc;
+}
+
+static int h_import(em_req *rq, em_resp *rs)
+{
+    ember_import_opts o = { .sz = sizeof o };
+    ember_import_stats st = { .sz = sizeof st };
+    ember_label labels[EM_MAX_CLI_LABELS];
+    char *copies[EM_MAX_CLI_LABELS] = { 0 };
+    const em_buf *body = em_req_body(rq);
+    bool bad = false;
+    int rc = import_opts(rq, rs, &o, &bad), n = 0;
+
+    if (rc == EMBER_OK && !bad && (n = import_labels(rq, rs, labels,
+                                                      copies)) >= 0) {
+        o.labels = labels;
+        o.nlabels = (size_t)n;
+        rc = ember_import(rq->srv->db, body->p != NULL ? body->p : (void *)"",
+                          body->len, &o, &st);
+        rc = rc == EMBER_OK ? import_answer(rs, &st) : em_resp_ember(rs, rc);
+        if (rs->status == 422)
+            rs->status = 413;       /* an import's limits are its size's */
+    }
+    for (int i = 0; i < EM_MAX_CLI_LABELS; i++)
+        em_free(copies[i]);
+    return rc;
+}
+
+/* ---- /metrics ---------------------------------------------------------------- */
+
+static int metrics_route(em_resp *rs, const em_route *r,
+                         const em_route_stats *st)
+{
+    uint64_t cum = 0;
+    int rc = EMBER_OK;
+
+    for (int c = 1; c <= 5 && rc == EMBER_OK; c++)
+        rc = em_resp_printf(rs, "ember_http_requests_total{path=\"%s\","
+                            "code=\"%dxx\"} %" PRIu64 "\n", r->path, c,
+                            atomic_load(&st->by_class[c]));
+    for (int b = 0; b <= EM_SERVE_NBUCKETS && rc == EMBER_OK; b++) {
+        char le[32];
+        cum += atomic_load(&st->buckets[b]);
+        if (b < EM_SERVE_NBUCKETS)
+            snprintf(le, sizeof le, "%g", em_serve_buckets[b]);
+        else
+            snprintf(le, sizeof le, "+Inf");
+        rc = em_resp_printf(rs, "ember_http_request_duration_seconds_bucket"
+                            "{path=\"%s\",le=\"%s\"} %" PRIu64 "\n", r->path,
+                            le, cum);
+    }
+    if (rc == EMBER_OK)
+        rc = em_resp_printf(rs,
+            "ember_http_request_duration_seconds_sum{path=\"%s\"} %.6f\n"
+            "ember_http_request_duration_seconds_count{path=\"%s\"} %" PRIu64
+            "\nember_http_request_body_bytes_total{path=\"%s\"} %" PRIu64
+            "\nember_http_response_body_bytes_total{path=\"%s\"} %" PRIu64
+            "\n", r->path, (double)atomic_load(&st->micros) / 1e6, r->path,
+            cum, r->path, atomic_load(&st->bytes_in), r->path,
+            atomic_load(&st->bytes_out));
+    return rc;
+}
+
+static const char metrics_help[] =
+    "# HELP ember_http_requests_total Requests answered, by route and "
+    "status class.\n# TYPE ember_http_requests_total counter\n"
+    "# HELP ember_http_request_duration_seconds Time from the request's "
+    "headers to its completion.\n"
+    "# TYPE ember_http_request_duration_seconds histogram\n"
+    "# HELP ember_http_request_body_bytes_total Request body bytes read.\n"
+    "# TYPE ember_http_request_body_bytes_total counter\n"
+    "# HELP ember_http_response_body_bytes_total Response body bytes sent.\n"
+    "# TYPE ember_http_response_body_bytes_total counter\n";
+
+static int metrics_db(em_resp *rs, const em_server *s)
+{
+    ember_stats st = { .sz = sizeof st };
+    int rc = ember_stats_get(s->db, &st);
+
+    if (rc != EMBER_OK)
+        return rc;
+    return em_resp_printf(rs,
+        "# TYPE ember_http_open_connections gauge\n"
+        "ember_http_open_connections %u\n"
+        "# TYPE ember_http_connections_total counter\n"
+        "ember_http_connections_total %" PRIu64 "\n"
+        "# TYPE ember_db_file_bytes gauge\nember_db_file_bytes %" PRIu64 "\n"
+        "# TYPE ember_db_used_bytes gauge\nember_db_used_bytes %" PRIu64 "\n"
+        "# TYPE ember_db_series gauge\nember_db_series %" PRIu64 "\n"
+        "# TYPE ember_db_profiles gauge\nember_db_profiles %" PRIu64 "\n"
+        "# TYPE ember_db_samples gauge\nember_db_samples %" PRIu64 "\n",
+        atomic_load(&s->open_conns), atomic_load(&s->conns_total),
+        st.file_bytes, st.used_bytes, st.series, st.profiles, st.samples);
+}
+
+static int h_metrics(em_req *rq, em_resp *rs)
+{
+    int rc = em_resp_text(rs, metrics_help);
+
+    rs->ctype = "text/plain; version=0.0.4; charset=utf-8";
+    for (size_t i = 0; i < em_nroutes && rc == EMBER_OK; i++)
+        rc = metrics_route(rs, &em_routes[i], &rq->srv->stats[i]);
+    if (rc == EMBER_OK)
+        rc = metrics_db(rs, rq->srv);
+    return rc == EMBER_OK ? EMBER_OK : em_resp_ember(rs, rc);
+}
+
+/* ---- the table ------------------------------------------------------------------ */
+
+const em_route em_routes[] = {
+    { "/api/v1/query", EM_GET | EM_POST, h_query, false, EM_BODY_FORM,
+      false },
+    { "/api/v1/labels", EM_GET | EM_POST, h_labels, false, EM_BODY_FORM,
+      false },
+    { "/api/v1/label/*/values", EM_GET, h_label_values, false,
+      EM_BODY_FORM, false },
+    { "/api/v1/types", EM_GET | EM_POST, h_types, false, EM_BODY_FORM,
+      false },
+    { "/api/v1/import", EM_POST, h_import, false, EM_BODY_RAW, false },
+    { "/api/v1/status", EM_GET, h_status, false, EM_BODY_FORM, false },
+    { "/ingest", EM_POST, em_h_ingest, false, EM_BODY_RAW_OR_MULTIPART,
+      false },
+    { "/push.v1.PusherService/Push", EM_POST, em_h_push, false, EM_BODY_RAW,
+      true },
+    { "/querier.v1.QuerierService/*", EM_POST, em_h_querier, false,
+      EM_BODY_RAW, true },
+    { "/metrics", EM_GET, h_metrics, false, EM_BODY_FORM, false },
+    { "/healthz", EM_GET, h_health, true, EM_BODY_FORM, false },
+    { "/readyz", EM_GET, h_ready, true, EM_BODY_FORM, false },
+};
+const size_t em_nroutes = sizeof em_routes / sizeof em_routes[0];

@@ -1,0 +1,238 @@
+/*
+** repl/serve_pyroscope.c: Pyroscope's ingest endpoint, POST /ingest, so
+** that the Pyroscope SDKs (Go, Node, Python, Ruby, .NET) and agents push to
+** Ember with no code of ours (docs/protocol.md, "Pyroscope's ingest").
+**
+** The application name carries the labels: "APP[.KIND]{k=v,...}". APP
+** becomes the label service_name, each k=v a label (a name with bytes a
+** label name cannot hold, as the SDKs' "process.runtime.name", has them
+** written '_'), spyName the label pyroscope_spy. The body goes through
+** ember_import, all or nothing:
+**
+**   format=folded (the default)  "a;b;c 10" lines: collapsed stacks, the
+**                                type by KIND (.cpu when there is none)
+**   format=lines                 one stack per line, each counting 1
+**   format=pprof                 profile.proto, gzipped or not, the raw
+**                                body or a multipart field "profile"; the
+**                                types come from its sample types
+**
+** from (unix seconds) is the profiles' time when the input has none.
+*/
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "query/query.h"
+#include "repl/serve.h"
+
+#define MAX_LABELS EM_MAX_CLI_LABELS
+#define MAX_NAME 1024
+
+/* The type of folded input by the application name's KIND, as
+** Pyroscope's legacy names mean them. Per-interval values are ":delta";
+** in-use memory and goroutine counts are gauges. */
+static const struct kind_type {
+    const char *kind;
+    const char *type;
+} kinds[] = {
+    { "cpu", "process_cpu:samples:count:cpu:nanoseconds:delta" },
+    { "itimer", "process_cpu:samples:count:cpu:nanoseconds:delta" },
+    { "wall", "wall:samples:count:wall:nanoseconds:delta" },
+    { "alloc_objects", "memory:alloc_objects:count:space:bytes:delta" },
+    { "alloc_space", "memory:alloc_space:bytes:space:bytes:delta" },
+    { "inuse_objects", "memory:inuse_objects:count:space:bytes" },
+    { "inuse_space", "memory:inuse_space:bytes:space:bytes" },
+    { "goroutines", "goroutine:goroutine:count:goroutine:count" },
+    { "mutex_count", "mutex:contentions:count:contentions:count:delta" },
+    { "mutex_duration",
+      "mutex:delay:nanoseconds:contentions:count:delta" },
+    { "block_count", "block:contentions:count:contentions:count:delta" },
+    { "block_duration",
+      "block:delay:nanoseconds:contentions:count:delta" },
+    { "lock_count", "mutex:contentions:count:contentions:count:delta" },
+    { "lock_duration", "mutex:delay:nanoseconds:contentions:count:delta" },
+    { "exceptions", "exceptions:samples:count:samples:count:delta" },
+};
+
+/* An application name taken apart; the strings point into BUF. */
+typedef struct app_name {
+    char buf[MAX_NAME + 1];
+    const char *type;           /* folded input's type */
+    ember_label labels[MAX_LABELS];
+    size_t nlabels;
+} app_name;
+
+/* Writes '_' over each byte a label name may not hold. */
+static void label_name_fix(char *s)
+{
+    for (size_t i = 0; s[i] != '\0'; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+              (i > 0 && c >= '0' && c <= '9')))
+            s[i] = '_';
+    }
+}
+
+/* Strips a known ".KIND" off APP, setting A's type. */
+static void app_kind(app_name *a, char *app)
+{
+    char *dot = strrchr(app, '.');
+
+    a->type = kinds[0].type;
+    for (size_t i = 0; dot != NULL && i < EM_ARRAY_LEN(kinds); i++)
+        if (strcmp(dot + 1, kinds[i].kind) == 0) {
+            a->type = kinds[i].type;
+            *dot = '\0';
+            return;
+        }
+}
+
+static int app_label(app_name *a, char *name, char *value)
+{
+    if (a->nlabels == MAX_LABELS)
+        return em_err(EMBER_ELIMIT, "name: more than %d labels", MAX_LABELS);
+    label_name_fix(name);
+    a->labels[a->nlabels++] = (ember_label){ name, value };
+    return EMBER_OK;
+}
+
+/* The "{k=v,...}" part at TAGS (after the '{'), in place. */
+static int app_tags(app_name *a, char *tags)
+{
+    char *end = strrchr(tags, '}'), *save = NULL;
+
+    if (end == NULL || end[1] != '\0')
+        return em_err(EMBER_EINVAL, "name: the labels' '{' has no '}' at "
+                      "the end");
+    *end = '\0';
+    for (char *kv = strtok_r(tags, ",", &save); kv != NULL;
+         kv = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(kv, '=');
+        int rc;
+        if (eq == NULL || eq == kv)
+            return em_err(EMBER_EINVAL, "name: label \"%s\" is not k=v", kv);
+        *eq = '\0';
+        if ((rc = app_label(a, kv, eq + 1)) != EMBER_OK)
+            return rc;
+    }
+    return EMBER_OK;
+}
+
+static int app_parse(app_name *a, const char *name, const char *spy)
+{
+    char *brace;
+    int rc;
+
+    if (name == NULL || name[0] == '\0')
+        return em_err(EMBER_EINVAL, "name: the parameter is missing");
+    if (strlen(name) > MAX_NAME)
+        return em_err(EMBER_ELIMIT, "name: longer than %d bytes", MAX_NAME);
+    memcpy(a->buf, name, strlen(name) + 1);
+    if ((brace = strchr(a->buf, '{')) != NULL)
+        *brace = '\0';
+    app_kind(a, a->buf);
+    if (a->buf[0] == '\0')
+        return em_err(EMBER_EINVAL, "name: no application name before "
+                      "the labels");
+    if (brace != NULL && (rc = app_tags(a, brace + 1)) != EMBER_OK)
+        return rc;
+    if ((rc = app_label(a, "service_name", a->buf)) != EMBER_OK)
+        return rc;
+    if (spy != NULL && spy[0] != '\0' &&
+        (rc = app_label(a, "pyroscope_spy", (char *)spy)) != EMBER_OK)
+        return rc;
+    return em_labels_check(a->labels, a->nlabels);
+}
+
+/* "lines": a stack per line, each one sample; made collapsed stacks. */
+static int lines_to_collapsed(const em_buf *in, em_buf *out)
+{
+    const char *p = (const char *)in->p, *end = p + in->len;
+
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t n = (size_t)((nl != NULL ? nl : end) - p);
+        if (n > 0 && p[n - 1] == '\r')
+            n--;
+        if (n > 0 && (em_buf_put(out, p, n) || em_buf_put(out, " 1\n", 3)))
+            return em_err(EMBER_ENOMEM, "lines: out of memory");
+        p += (nl != NULL ? nl - p : end - p) + 1;
+    }
+    return EMBER_OK;
+}
+
+/* from: unix seconds, as Pyroscope sends it (milliseconds and nanoseconds
+** also, told by size, as Pyroscope's own parser does). */
+static int ingest_time(const char *from, ember_import_opts *o)
+{
+    char *end;
+    long long v;
+
+    if (from == NULL || from[0] == '\0')
+        return EMBER_OK;
+    v = strtoll(from, &end, 10);
+    if (*end != '\0' || v < 0)
+        return em_err(EMBER_EINVAL, "from=%s: expected unix seconds", from);
+    o->time_ms = v >= 100000000000000LL ? v / 1000000
+               : v >= 100000000000LL ? v : v * 1000;
+    o->flags |= EMBER_IMPORT_TIME;
+    return EMBER_OK;
+}
+
+static int ingest_format(const char *format, ember_import_opts *o,
+                         bool *lines)
+{
+    *lines = false;
+    if (format == NULL || strcmp(format, "folded") == 0) {
+        o->format = EMBER_FORMAT_COLLAPSED;
+    } else if (strcmp(format, "lines") == 0) {
+        o->format = EMBER_FORMAT_COLLAPSED;
+        *lines = true;
+    } else if (strcmp(format, "pprof") == 0) {
+        o->format = EMBER_FORMAT_PPROF;
+        o->type = NULL;
+    } else {
+        return em_err(EMBER_EINVAL, "format=%s: Ember takes folded, lines "
+                      "or pprof", format);
+    }
+    return EMBER_OK;
+}
+
+int em_h_ingest(em_req *rq, em_resp *rs)
+{
+    app_name *a = em_calloc(1, sizeof *a);
+    ember_import_opts o = { .sz = sizeof o, .origin = "ingest body" };
+    const em_buf *body = em_req_body(rq);
+    em_buf conv = { 0 };
+    bool lines = false;
+    int rc = a == NULL ? em_err(EMBER_ENOMEM, "out of memory") : EMBER_OK;
+
+    if (rc == EMBER_OK)
+        rc = app_parse(a, em_req_param(rq, "name"),
+                       em_req_param(rq, "spyName"));
+    if (rc == EMBER_OK && em_req_param(rq, "prev_profile") != NULL)
+        rc = em_err(EMBER_EINVAL, "prev_profile: cumulative profiles are "
+                    "not taken yet; send deltas");
+    if (rc == EMBER_OK) {
+        o.type = a->type;
+        o.labels = a->labels;
+        o.nlabels = a->nlabels;
+        rc = ingest_format(em_req_param(rq, "format"), &o, &lines);
+    }
+    if (rc == EMBER_OK)
+        rc = ingest_time(em_req_param(rq, "from"), &o);
+    if (rc == EMBER_OK && lines && (rc = lines_to_collapsed(body, &conv)) ==
+        EMBER_OK)
+        body = &conv;
+    if (rc == EMBER_OK && body->len == 0)
+        goto done;              /* an SDK's empty interval: nothing to do */
+    if (rc == EMBER_OK)
+        rc = ember_import(rq->srv->db, body->p != NULL ? body->p : (void *)"",
+                          body->len, &o, NULL);
+done:
+    em_buf_free(&conv);
+    em_free(a);
+    if (rc != EMBER_OK)
+        return em_resp_ember(rs, rc);
+    return EMBER_OK;            /* Pyroscope answers 200 with no body */
+}

@@ -1,0 +1,98 @@
+#!/bin/sh
+# tests/e2e/pyroscope_push.sh: Pyroscope's push API on `ember serve`, the
+# Connect unary call /push.v1.PusherService/Push, with requests built by an
+# independent encoder (Python's protobuf over protoc's compile of
+# proto/pyroscope/*.proto, tests/e2e/lib/pyroscope_push.py). A push stores
+# each series' pprof profiles under its labels (__name__ naming the type),
+# a gzipped body too; a push with one bad profile stores nothing and
+# answers Connect's invalid_argument; a JSON body is unimplemented.
+set -eu
+EMBER=${EMBER:-build/ember}
+PY=/usr/bin/python3         # Debian's, which python3-protobuf is for
+tmp=$(mktemp -d)
+pid=
+cleanup() {
+  [ -z "$pid" ] || kill "$pid" 2> /dev/null || true
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+command -v protoc > /dev/null && $PY -c 'import google.protobuf' 2> /dev/null ||
+  fail "protoc and python3-protobuf are missing (make deps installs them)"
+
+protoc --python_out="$tmp" -I. proto/pyroscope/*.proto
+db=$tmp/db
+$EMBER serve -d "$db" --listen tcp:0 2> "$tmp/log" &
+pid=$!
+port=
+for _ in $(seq 100); do
+  port=$(sed -n 's/.*listening on tcp:127.0.0.1:\([0-9]*\).*/\1/p' "$tmp/log" 2> /dev/null) || true
+  [ -n "$port" ] && break
+  sleep 0.05
+done
+[ -n "$port" ] || fail "the server did not start: $(cat "$tmp/log")"
+url=http://127.0.0.1:$port/push.v1.PusherService/Push
+push() { $PY tests/e2e/lib/pyroscope_push.py "$tmp" "$url" "$@"; }
+samples() { curl -s "http://127.0.0.1:$port/api/v1/status" | sed 's/.*"samples":\([0-9]*\).*/\1/'; }
+cpu=tests/data/pprof/cpu.pb.gz
+
+out=$(push good $cpu $cpu)
+[ "$out" = "200 " ] || fail "good push: $out"
+after_good=$(samples)
+[ "$after_good" -gt 0 ] || fail "nothing stored"
+out=$(push gzip $cpu)
+[ "$out" = "200 " ] || fail "gzip push: $out"
+after_gzip=$(samples)
+
+out=$(push partial $cpu)
+case $out in
+  400*'"code":"invalid_argument"'*'series 1'*) ;;
+  *) fail "partial push: $out" ;;
+esac
+[ "$(samples)" = "$after_gzip" ] || fail "a refused push stored samples"
+out=$(push garbage)
+case $out in 400*invalid_argument*) ;; *) fail "garbage push: $out" ;; esac
+out=$(push json)
+case $out in 501*unimplemented*) ;; *) fail "json push: $out" ;; esac
+
+# the querier, as Grafana calls it, against the CLI on the same data
+query() {  # through a file: grep -q may stop reading early
+  $PY tests/e2e/lib/pyroscope_query.py "$tmp" "http://127.0.0.1:$port" "$@" > "$tmp/q.out"
+  cat "$tmp/q.out"
+}
+id=process_cpu:cpu:nanoseconds:cpu:nanoseconds
+query health | grep -q "^$id process_cpu cpu nanoseconds cpu nanoseconds$" ||
+  fail "ProfileTypes: $(query health)"
+[ "$(query labels '{service_name="pushed"}' | tr '\n' ' ')" = "file service_name worker " ] ||
+  fail "LabelNames: $(query labels '{service_name="pushed"}')"
+[ "$(query values file "{__profile_type__=\"$id\"}" | tr '\n' ' ')" = "0 1 " ] ||
+  fail "LabelValues: $(query values file)"
+query series '{file="1"}' | grep -q "^__name__=process_cpu,__profile_type__=$id,file=1,service_name=pushed,worker=" ||
+  fail "Series: $(query series '{file="1"}')"
+query flame $id '{service_name="pushed",file="1"}' 1048576 > "$tmp/flame"
+query totals $id '{service_name="pushed"}' 60 file > "$tmp/totals"
+query bad | grep -q '^501 unimplemented$' || fail "an unserved method: $(query bad)"
+kill -TERM "$pid"
+wait "$pid" || fail "the server's exit status"
+pid=
+
+# what was pushed is what the file holds: each push of cpu.pb.gz under
+# its series, the same stacks as an import of the file
+t='process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta'
+$EMBER query -d "$db" 'label_values(file)' | grep -qx 1 || fail "series file=1 missing"
+$EMBER import -d "$tmp/ref" $cpu 2> /dev/null
+$EMBER query -d "$tmp/ref" -o collapsed "$t{}" | LC_ALL=C sort > "$tmp/want"
+$EMBER query -d "$db" -o collapsed "$t{service_name=\"pushed\",file=\"1\"}" |
+  LC_ALL=C sort > "$tmp/got"
+[ -s "$tmp/want" ] && cmp -s "$tmp/want" "$tmp/got" || fail "pushed stacks differ from the file's"
+
+# the flame graph's stacks and total are the CLI's merge of the same data
+awk '{ v = $NF; $NF = ""; sub(/ $/, ""); s[$0] += v; t += v }
+     END { for (k in s) print k, s[k]; print "total", t }' "$tmp/got" |
+  LC_ALL=C sort > "$tmp/want_flame"
+LC_ALL=C sort "$tmp/flame" > "$tmp/got_flame"
+cmp -s "$tmp/want_flame" "$tmp/got_flame" || { diff "$tmp/want_flame" "$tmp/got_flame" | head; fail "flame graph levels differ from the CLI's merge"; }
+# SelectSeries: per file, the points sum to that file's total
+total=$(sed -n 's/^total //p' "$tmp/got_flame")
+grep -q "^file=1 $total$" "$tmp/totals" || fail "SelectSeries file=1: $(cat "$tmp/totals"), want $total"
+echo "pyroscope_push: ok"
