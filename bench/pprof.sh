@@ -4,10 +4,8 @@
 # alone: `sh bench/pprof.sh build` (BUILD holds ember and bench/bench_pprof:
 # run make bench-bin first).
 #
-# Data: tests/go/profgen writes 600 successive CPU profiles of 100 ms of
-# varied work each (-n 600 -cpu 100ms; the work's seed changes per
-# profile), cached in BUILD/bench-data/go600 so reruns skip the minute
-# and a half it takes. Times are medians (RUNS, MERGE_RUNS, GO_RUNS runs)
+# Data: 600 real Go CPU profiles of 100 ms of varied work each, made and
+# cached by bench/go600.sh. Times are medians (RUNS, MERGE_RUNS, GO_RUNS runs)
 # of the wall clock and of the process's CPU time (user + system, from
 # wait4), process start included on both sides; the CPU figures are the
 # ones to trust on a busy machine. Measured:
@@ -29,7 +27,6 @@ GO_RUNS=${GO_RUNS:-7}           # go tool pprof merges (slow)
 ember=$build/ember
 bp=$build/bench/bench_pprof
 bench=$build/bench-data
-data=$bench/go600
 db=$bench/pprof.db
 sealed=$bench/pprof-sealed.db
 out=$build/bench-pprof.md
@@ -49,23 +46,7 @@ trap 'rm -rf "$tmp"' EXIT
 
 # ---- the 600 profiles -------------------------------------------------------
 
-src=tests/go/profgen/main.go
-stamp="600x100ms $(cksum < "$src")"
-# The stamp sits beside the directory, which holds the profiles only, so
-# that ember import reads the directory itself: a directory of symlinks,
-# as before, added a path walk per file to what was measured.
-if [ "$(cat "$data.stamp" 2> /dev/null)" != "$stamp" ]; then
-    note "generating 600 CPU profiles with profgen (about 90 s, once)"
-    rm -rf "$data" "$data.tmp" "$data.stamp"
-    mkdir -p "$data.tmp"
-    go build -o "$bench/profgen" "$src" || die "go build $src"
-    "$bench/profgen" -out "$data.tmp" -n 600 -cpu 100ms -seed 1 ||
-        die "profgen failed"
-    mkdir -p "$data"
-    mv "$data.tmp"/cpu-*.pb.gz "$data/"
-    rm -rf "$data.tmp"
-    echo "$stamp" > "$data.stamp"           # last: a cut-short run redoes all
-fi
+data=$(sh bench/go600.sh "$build")
 files=$(ls "$data"/cpu-*.pb.gz)
 nfiles=$(echo "$files" | wc -l)
 [ "$nfiles" = 600 ] || die "$data holds $nfiles profiles, not 600"
