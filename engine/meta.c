@@ -128,7 +128,7 @@ static int in_scope(const meta_q *m, const MDB_val *bm, bool *yes)
     *yes = true;
     if (m->scope == NULL)
         return EMBER_OK;
-    b = roaring_bitmap_portable_deserialize_safe(bm->mv_data, bm->mv_size);
+    b = em_bitmap_decode(bm->mv_data, bm->mv_size);
     if (b == NULL)
         return EM_CORRUPT("postings bitmap of %zu bytes does not decode",
                           bm->mv_size);

@@ -163,7 +163,7 @@ int em_bitmap_get(MDB_txn *txn, MDB_dbi dbi, const void *key, size_t klen,
         return EMBER_OK;
     if (mrc != MDB_SUCCESS)
         return em_lmdb(mrc, "postings");
-    *out = roaring_bitmap_portable_deserialize_safe(d.mv_data, d.mv_size);
+    *out = em_bitmap_decode(d.mv_data, d.mv_size);
     if (*out == NULL)
         return EM_CORRUPT("postings bitmap of %zu bytes does not decode",
                           d.mv_size);
@@ -265,8 +265,7 @@ static int union_value(void *ctx, const char *value, size_t vlen,
 
     if (u->re != NULL && !em_regex_match(u->re, value, vlen))
         return EMBER_OK;
-    bm = roaring_bitmap_portable_deserialize_safe(bitmap->mv_data,
-                                                  bitmap->mv_size);
+    bm = em_bitmap_decode(bitmap->mv_data, bitmap->mv_size);
     if (bm == NULL)
         return EM_CORRUPT("postings of a label value do not decode");
     roaring_bitmap_or_inplace(u->acc, bm);

@@ -363,6 +363,10 @@ int em_staged_each(em_staged *s,
                    void *ctx);
 /* ORs every staged bitmap into DBI and clears S. */
 int em_staged_flush(em_wtxn *w, em_staged *s, MDB_dbi dbi);
+/* The bitmap of the N stored bytes at P (engine/bitmap.c); NULL when they
+** are not one valid portable bitmap, or when memory runs out (CRoaring
+** does not tell them apart). */
+roaring_bitmap_t *em_bitmap_decode(const void *p, size_t n);
 /* Loads a stored bitmap (NULL-safe key); *out NULL when absent. */
 int em_bitmap_get(MDB_txn *txn, MDB_dbi dbi, const void *key, size_t klen,
                   roaring_bitmap_t **out);

@@ -554,9 +554,12 @@ typedef struct ember_render_opts {
 /* Renders R as `ember query -o FORMAT` prints it: for profiles and diffs
 ** "top", "tree", "flame", "collapsed", "pprof", "json", "svg"; for series
 ** "table", "csv", "json", "spark"; for tables "table", "csv", "json". DB
-** may be NULL but for "pprof", which reads symbols. *OUT gets a new buffer
-** of *LEN bytes and a NUL, to free with ember_free. EMBER_EINVAL naming
-** the formats that fit when FORMAT does not fit R's kind. */
+** is not used and may be NULL for every format (it stays for the ABI):
+** "pprof" reads the symbols of R's stacks through the database R's query
+** ran on, which must still be open, and finds there what the query saw
+** (committed symbols never change). *OUT gets a new buffer of *LEN bytes
+** and a NUL, to free with ember_free. EMBER_EINVAL naming the formats that
+** fit when FORMAT does not fit R's kind. */
 EMBER_API int ember_result_render(ember_db *db, const ember_result *r,
                                   const char *format,
                                   const ember_render_opts *opts, char **out,

@@ -117,7 +117,9 @@ static void z_free(voidpf opaque, voidpf p)
 ** greatest ratio of the input. It decodes into exactly ISIZE bytes, so a
 ** lie or a second member just fails here; anything it does not take, or
 ** any failure, goes to zlib's streaming path, which enforces MAX as it
-** goes and says what is wrong. */
+** goes and says what is wrong. So does a header with a CRC (FHCRC), which
+** libdeflate skips and zlib checks: one path must not take what the other
+** refuses (fuzz/fuzz_detect.c found it). */
 static bool gunzip_fast(const uint8_t *p, size_t len, uint64_t max,
                         void **out, size_t *outlen)
 {
@@ -127,7 +129,7 @@ static bool gunzip_fast(const uint8_t *p, size_t len, uint64_t max,
     uint32_t isize;
     uint8_t *o;
 
-    if (len < 18)
+    if (len < 18 || (p[3] & 0x02) != 0)
         return false;
     isize = em_get_le32(p + len - 4);
     if (isize > max || isize / 1032 > len)

@@ -2,7 +2,8 @@
 ** query/exec.c: the executor. Runs a checked plan (query/plan.h) on one
 ** engine reader, a single snapshot for the whole query, and fills a struct
 ** ember_result. This file does profiles and diffs; exec_series.c does series
-** and tables.
+** and tables. A query run for -o pprof encodes its answer inside that
+** snapshot too (group_pprof).
 **
 ** A profile chain runs as: resolve its type (a selector must mean one),
 ** then one engine merge per group (the engine applies the pushed focus and
@@ -1235,6 +1236,20 @@ static int groups_unresolved(gset *s, ember_result *r)
     return rc;
 }
 
+/* For -o pprof (EM_QUERY_IDS_ONLY), R's lone group as pprof, encoded here
+** inside the query's snapshot: rendering it later reads no database, and
+** a write in between cannot reach it. Nothing for other results. */
+static int group_pprof(ectx *e, ember_result *r)
+{
+    em_pgroup *g = r->ngroups == 1 ? &r->groups[0] : NULL;
+
+    if ((e->flags & EM_QUERY_IDS_ONLY) == 0 || g == NULL ||
+        g->merged == NULL || r->type == NULL)
+        return EMBER_OK;
+    return em_pprof_encode(em_reader_snapshot(e->rd), g->merged, r->type,
+                           EMBER_PPROF_GZIP, &g->pprof, &g->pprof_len);
+}
+
 static int exec_profiles(ectx *e, const em_plan *p, ember_result *r)
 {
     gset s;
@@ -1254,6 +1269,8 @@ static int exec_profiles(ectx *e, const em_plan *p, ember_result *r)
     if (rc == EMBER_OK)
         rc = groups_move(&s, r);
     if (rc == EMBER_OK)
+        rc = group_pprof(e, r);
+    if (rc == EMBER_OK)
         rc = em_type_unit(r->type, &r->unit);
     r->top_limit = plan_top_limit(p);
     gset_free(&s);
@@ -1271,6 +1288,7 @@ int em_exec(ember_db *db, const char *text, const em_plan *plan,
     if (r == NULL)
         return em_err(EMBER_ENOMEM, "query: result");
     r->kind = plan->kind;
+    r->db = db;
     rc = em_reader_open(db, &e.rd);
     if (rc == EMBER_OK) {
         if (plan->kind == EMBER_RESULT_SERIES)

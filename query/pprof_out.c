@@ -1,7 +1,9 @@
 /*
 ** query/pprof_out.c: ember_pprof_encode, a merged profile written as
 ** pprof's profile.proto (proto/profile.proto), optionally gzip'd, so that
-** `go tool pprof` opens Ember's answers.
+** `go tool pprof` opens Ember's answers; and em_pprof_encode, the same
+** through a snapshot the caller holds, which a query encodes its -o pprof
+** answer with inside its own snapshot (query/exec.c).
 **
 ** Two passes. The walk resolves every non-zero merged stack through one
 ** engine snapshot: Ember ids become pprof ids through hash maps, dense
@@ -332,7 +334,6 @@ static int pp_walk(pp_enc *e, const ember_merged *m, const char *type)
 
 static void pp_enc_free(pp_enc *e)
 {
-    ember_snapshot_end(e->snap);
     em_strtab_free(&e->strs);
     em_map64_free(&e->loc_ix);
     em_map64_free(&e->fn_ix);
@@ -584,11 +585,58 @@ static int pp_pack(pp_enc *e, const ember_merged *m, unsigned flags,
     return EMBER_OK;
 }
 
+/* The checks every encode makes before it reads anything. */
+static int pp_args_check(const char *type, unsigned flags)
+{
+    int rc;
+
+    if ((flags & ~(unsigned)EMBER_PPROF_GZIP) != 0)
+        return em_err(EMBER_EINVAL, "pprof: unknown flags 0x%x",
+                      flags & ~(unsigned)EMBER_PPROF_GZIP);
+    if ((rc = em_profile_type_check(type)) != EMBER_OK)
+        return em_err_prefix(rc, "pprof");
+    return EMBER_OK;
+}
+
+/* Walks M through SNAP, then packs: the snapshot is needed by the walk
+** alone, so OWN (SNAP, begun by the caller for this encode) ends between
+** the two, as soon as the strings are copied. */
+static int pp_encode(ember_snapshot *snap, bool own, const ember_merged *m,
+                     const char *type, unsigned flags, void **out,
+                     size_t *len)
+{
+    pp_enc e;
+    int rc;
+
+    memset(&e, 0, sizeof e);
+    e.snap = snap;
+    rc = pp_walk(&e, m, type);
+    e.snap = NULL;
+    if (own)
+        ember_snapshot_end(snap);
+    if (rc == EMBER_OK)
+        rc = pp_pack(&e, m, flags, out, len);
+    pp_enc_free(&e);
+    return rc;
+}
+
+int em_pprof_encode(ember_snapshot *snap, const ember_merged *m,
+                    const char *type, unsigned flags, void **out, size_t *len)
+{
+    int rc = pp_args_check(type, flags);
+
+    *out = NULL;
+    *len = 0;
+    if (rc != EMBER_OK)
+        return rc;
+    return pp_encode(snap, false, m, type, flags, out, len);
+}
+
 EMBER_API int ember_pprof_encode(ember_db *db, const ember_merged *m,
                                  const char *type, unsigned flags, void **out,
                                  size_t *len)
 {
-    pp_enc e;
+    ember_snapshot *snap = NULL;
     int rc;
 
     em_err_clear();
@@ -599,19 +647,8 @@ EMBER_API int ember_pprof_encode(ember_db *db, const ember_merged *m,
     if (db == NULL || m == NULL)
         return em_err(EMBER_EINVAL, "ember_pprof_encode: NULL %s",
                       db == NULL ? "database" : "merged profile");
-    if ((flags & ~(unsigned)EMBER_PPROF_GZIP) != 0)
-        return em_err(EMBER_EINVAL, "pprof: unknown flags 0x%x",
-                      flags & ~(unsigned)EMBER_PPROF_GZIP);
-    if ((rc = em_profile_type_check(type)) != EMBER_OK)
-        return em_err_prefix(rc, "pprof");
-    memset(&e, 0, sizeof e);
-    rc = ember_snapshot_begin(db, &e.snap);
-    if (rc == EMBER_OK)
-        rc = pp_walk(&e, m, type);
-    ember_snapshot_end(e.snap);     /* the strings were copied */
-    e.snap = NULL;
-    if (rc == EMBER_OK)
-        rc = pp_pack(&e, m, flags, out, len);
-    pp_enc_free(&e);
-    return rc;
+    if ((rc = pp_args_check(type, flags)) != EMBER_OK ||
+        (rc = ember_snapshot_begin(db, &snap)) != EMBER_OK)
+        return rc;
+    return pp_encode(snap, true, m, type, flags, out, len);
 }

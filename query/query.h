@@ -394,6 +394,10 @@ typedef struct em_pgroup {
     ember_merged *merged;       /* the stack ids behind prof, for pprof out;
                                 ** for a diff TARGET minus BASE; may be NULL
                                 ** when the executor could not keep it */
+    void *pprof;                /* merged as gzip'd pprof, encoded in the
+                                ** query's snapshot when it ran for -o pprof
+                                ** (EM_QUERY_IDS_ONLY); else NULL; owned */
+    size_t pprof_len;
     uint64_t nseries, nprofiles;/* what was merged (both sides of a diff) */
 } em_pgroup;
 
@@ -431,6 +435,10 @@ struct ember_result {
                                 ** resolved names: EM_QUERY_IDS_ONLY */
     char **notes;               /* ember_result_note's, owned, in order */
     size_t nnotes;
+    ember_db *db;               /* the handle the query ran on, whose
+                                ** symbols the pprof renderer reads when no
+                                ** group holds its pprof; not owned (no
+                                ** object made from a handle outlives it) */
 };
 
 /* Frees everything R owns and R itself. NULL: no-op. */
@@ -440,14 +448,20 @@ void em_result_free(ember_result *r);
 int em_result_note(ember_result *r, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* ember_query with FLAGS. EM_QUERY_IDS_ONLY: a profile result need not
-** resolve its stacks to names when no filter needs them (the pprof
-** renderer reads the symbols itself from em_pgroup.merged); its groups'
-** em_rprofile may then be empty and r->ids_only is set, which only the
-** pprof format accepts. */
+/* ember_query with FLAGS. EM_QUERY_IDS_ONLY, for -o pprof: a lone group's
+** pprof is encoded inside the query's snapshot (em_pgroup.pprof), and a
+** profile result need not resolve its stacks to names when no filter
+** needs them; its groups' em_rprofile may then be empty and r->ids_only
+** is set, which only the pprof format accepts. */
 #define EM_QUERY_IDS_ONLY 1u
 int em_query_run(ember_db *db, const char *text, const ember_query_opts *opts,
                  unsigned flags, ember_result **out);
+
+/* ember_pprof_encode (include/ember.h) of M through SNAP, which the caller
+** holds: the pprof a query encodes inside its own snapshot. */
+int em_pprof_encode(ember_snapshot *snap, const ember_merged *m,
+                    const char *type, unsigned flags, void **out,
+                    size_t *len);
 
 /* ---- flame graph levels (query/render_levels.c) ---------------------------- */
 
@@ -479,8 +493,11 @@ void em_levels_free(em_levels *l);
 
 typedef struct em_render_opts {
     size_t sz;                  /* sizeof(em_render_opts) */
-    ember_db *db;               /* needed by pprof (symbols); may be NULL
-                                ** for every other format */
+    ember_db *db;               /* pprof's symbols for a result that
+                                ** carries neither its pprof nor its
+                                ** handle (one built by hand); NULL is fine
+                                ** for a query's results and every other
+                                ** format */
     bool cum_sort;              /* top: sort by cum */
     size_t limit;               /* top, tree: at most this many rows; 0:
                                 ** the result's top_limit, else all */

@@ -191,10 +191,23 @@ static int profile_svg(FILE *f, const ember_result *r,
     return group_svg(f, &r->groups[0].prof, r, o);
 }
 
+static int pprof_write(FILE *f, const void *buf, size_t len)
+{
+    if (fwrite(buf, 1, len, f) != len)
+        return em_err(EMBER_EIO, "-o pprof: write failed: %s",
+                      strerror(errno));
+    return EMBER_OK;
+}
+
+/* The pprof a query run for it encoded in its snapshot; else an encode
+** through the handle the query ran on (records never change once
+** committed, so a later snapshot reads what the query's did), or, for a
+** result built by hand, through o->db. */
 static int profile_pprof(FILE *f, const ember_result *r,
                          const em_render_opts *o)
 {
     const em_pgroup *g = r->ngroups == 1 ? &r->groups[0] : NULL;
+    ember_db *db = r->db != NULL ? r->db : o->db;
     void *buf = NULL;
     size_t len = 0;
     int rc = one_group(r, "pprof");
@@ -202,15 +215,17 @@ static int profile_pprof(FILE *f, const ember_result *r,
     if (rc == EMBER_OK && g == NULL)
         rc = em_err(EMBER_ENOTFOUND, "-o pprof: the result holds no "
                     "profile: nothing to write");
-    if (rc == EMBER_OK && (g->merged == NULL || o->db == NULL ||
+    if (rc == EMBER_OK && g->pprof != NULL)
+        return pprof_write(f, g->pprof, g->pprof_len);
+    if (rc == EMBER_OK && (g->merged == NULL || db == NULL ||
                            r->type == NULL))
         rc = em_err(EMBER_EINVAL, "-o pprof: this result kept no stack ids "
                     "(or no database or type was given) to encode");
     if (rc == EMBER_OK)
-        rc = ember_pprof_encode(o->db, g->merged, r->type, EMBER_PPROF_GZIP,
+        rc = ember_pprof_encode(db, g->merged, r->type, EMBER_PPROF_GZIP,
                                 &buf, &len);
-    if (rc == EMBER_OK && fwrite(buf, 1, len, f) != len)
-        rc = em_err(EMBER_EIO, "-o pprof: write failed: %s", strerror(errno));
+    if (rc == EMBER_OK)
+        rc = pprof_write(f, buf, len);
     ember_free(buf);
     return rc;
 }

@@ -22,9 +22,10 @@ static ssize_t buf_write(void *cookie, const char *p, size_t n)
     return (ssize_t)n;
 }
 
-/* Copies the public OPTS (NULL: defaults) into the renderers' options. */
-static int opts_from(const ember_render_opts *opts, ember_db *db,
-                     em_render_opts *o)
+/* Copies the public OPTS (NULL: defaults) into the renderers' options.
+** No database: a query's result renders from what it holds and the handle
+** it ran on (query/render.c). */
+static int opts_from(const ember_render_opts *opts, em_render_opts *o)
 {
     ember_render_opts p = { 0 };
 
@@ -33,7 +34,7 @@ static int opts_from(const ember_render_opts *opts, ember_db *db,
             return em_err(EMBER_EINVAL, "render options: sz is not set");
         memcpy(&p, opts, opts->sz < sizeof p ? opts->sz : sizeof p);
     }
-    *o = (em_render_opts){ .sz = sizeof *o, .db = db, .limit = p.limit,
+    *o = (em_render_opts){ .sz = sizeof *o, .limit = p.limit,
                            .cum_sort = p.cum_sort != 0, .unit = p.unit,
                            .width = p.width, .relative = p.relative != 0 };
     return EMBER_OK;
@@ -50,12 +51,13 @@ EMBER_API int ember_result_render(ember_db *db, const ember_result *r,
     FILE *f = NULL;
     int rc;
 
+    (void)db;                           /* kept for the ABI: see ember.h */
     *out = NULL;
     *len = 0;
     if (r == NULL || format == NULL)
         return em_err(EMBER_EINVAL, "render: no %s",
                       r == NULL ? "result" : "format");
-    rc = opts_from(opts, db, &o);
+    rc = opts_from(opts, &o);
     if (rc == EMBER_OK && (f = fopencookie(&b, "w", io)) == NULL)
         rc = em_err(EMBER_ENOMEM, "render: output stream");
     if (rc == EMBER_OK)

@@ -4,10 +4,12 @@
 ** em_query_parse (syntax), em_plan_build (kinds, regexes, times),
 ** em_exec (one engine snapshot); each step's failure is the query's, with
 ** its message. A result owns everything it points to (labels, resolved
-** profiles, merged stack ids, points, rows), so it outlives the snapshot
-** and may outlive the database handle; pointers handed out by the
-** accessors live until ember_result_free, except ember_result_stack's
-** frame array, which the next call on the result reuses.
+** profiles, merged stack ids, points, rows), so it outlives the snapshot;
+** pointers handed out by the accessors live until ember_result_free,
+** except ember_result_stack's frame array, which the next call on the
+** result reuses. It also remembers its database handle, whose symbols
+** `-o pprof` reads (see query/render.c), so like every object made from
+** a handle it must not be used after ember_close.
 */
 #include <stdarg.h>
 #include <stdio.h>
@@ -53,6 +55,7 @@ void em_result_free(ember_result *r)
         em_labels_free(r->groups[i].labels, r->groups[i].nlabels);
         em_rprofile_free(&r->groups[i].prof);
         ember_merged_free(r->groups[i].merged);
+        em_free(r->groups[i].pprof);
     }
     for (size_t i = 0; r->series != NULL && i < r->nseries; i++) {
         em_labels_free(r->series[i].labels, r->series[i].nlabels);

@@ -5,7 +5,9 @@
 ** and profiles of two series with different times, durations and periods;
 ** the encoded bytes are inflated with zlib, unpacked with protobuf-c and
 ** checked field by field against the merged stacks and the snapshot.
-** Also: errors, an empty merge, and every allocation failing in turn.
+** Also: errors, an empty merge, and every allocation failing in turn; and
+** a query's -o pprof, which is the query's own answer whatever was written
+** since and whatever database handle the render is given.
 */
 #include <stdarg.h>
 #include <setjmp.h>
@@ -20,6 +22,7 @@
 #include "ember.h"
 #include "engine/engine.h"
 #include "proto/profile.pb-c.h"
+#include "query/query.h"
 #include "tests/unit/common/testutil.h"
 
 #define TYPE "myprof:cpu:nanoseconds:wall:milliseconds:delta"
@@ -663,6 +666,139 @@ static void test_encode_oom(void **state)
     ember_merged_free(m);
 }
 
+/* ---- a query's pprof ----------------------------------------------------- */
+
+#define CPU_PB "tests/data/pprof/cpu.pb.gz"
+#define GO_CPU "go:cpu:nanoseconds:cpu:nanoseconds:delta"
+
+/* Imports FILE (a pprof; NULL: none) and collapsed TEXT (NULL: none) in
+** GO_CPU into DB: symbols interned in an order of their own. */
+static void db_add(ember_db *db, const char *file, const char *text)
+{
+    ember_import_opts o = { .sz = sizeof o, .type = GO_CPU, .name = "go" };
+    size_t len = 0;
+    char *buf = file != NULL ? tu_read_file(file, &len) : NULL;
+
+    if (buf != NULL)
+        assert_int_equal(ember_import(db, buf, len, &o, NULL), EMBER_OK);
+    if (text != NULL)
+        assert_int_equal(ember_import(db, text, strlen(text), &o, NULL),
+                         EMBER_OK);
+    free(buf);
+}
+
+static ember_db *db_of(char *dir, const char *file, const char *text)
+{
+    ember_db *db = tu_open(dir, 0);
+
+    db_add(db, file, text);
+    return db;
+}
+
+/* ember_result_render of R as pprof (DB: the argument, which is unused)
+** must be the bytes WANT. */
+static void render_is(ember_db *db, const ember_result *r, const void *want,
+                      size_t wlen)
+{
+    char *out = NULL;
+    size_t len = 0;
+    int rc = ember_result_render(db, r, "pprof", NULL, &out, &len);
+
+    if (rc != EMBER_OK)
+        fail_msg("render: %s", ember_errmsg(db));
+    assert_int_equal(len, wlen);
+    assert_memory_equal(out, want, wlen);
+    ember_free(out);
+}
+
+/* A query's -o pprof is the pprof of the query's own merge, encoded as
+** ember_pprof_encode does: rendered with no database, with another
+** database's handle, and after new profiles added functions, locations,
+** mappings and strings to its own; and for a query run for pprof
+** (EM_QUERY_IDS_ONLY) it was encoded in the query's snapshot. */
+static void test_query_pprof(void **state)
+{
+    char *dir = tu_tmpdir("pprof-q"), *dir2 = tu_tmpdir("pprof-q2");
+    ember_db *db = db_of(dir, CPU_PB, NULL);
+    ember_db *other = db_of(dir2, "tests/data/pprof/heap.pb.gz",
+                            "other;symbols 3\n");
+    ember_selector sel = { .sz = sizeof sel, .type = GO_CPU };
+    const char *q = "merge({__type__=\"" GO_CPU "\"})";
+    ember_result *r = NULL, *ids = NULL, *later = NULL;
+    ember_merged *m = NULL;
+    void *want = NULL;
+    size_t wlen = 0;
+    char *out = NULL;
+    size_t len = 0;
+
+    (void)state;
+    assert_int_equal(ember_merge(db, &sel, &m), EMBER_OK);
+    assert_int_equal(ember_pprof_encode(db, m, GO_CPU, EMBER_PPROF_GZIP,
+                                        &want, &wlen), EMBER_OK);
+    assert_int_equal(ember_query(db, q, NULL, &r), EMBER_OK);
+    assert_int_equal(em_query_run(db, q, NULL, EM_QUERY_IDS_ONLY, &ids),
+                     EMBER_OK);
+    assert_non_null(ids->groups[0].pprof);
+    assert_null(r->groups[0].pprof);        /* no cost for other queries */
+    render_is(NULL, r, want, wlen);
+    render_is(other, r, want, wlen);
+    render_is(NULL, ids, want, wlen);
+    /* a write in between: new functions, locations, stacks, strings */
+    db_add(db, "tests/data/pprof/heap.pb.gz",
+           "brand;new;frames 5\nmain.main;fresh 7\n");
+    render_is(NULL, r, want, wlen);
+    render_is(other, ids, want, wlen);
+    /* while a new query sees the write */
+    assert_int_equal(ember_query(db, q, NULL, &later), EMBER_OK);
+    assert_int_equal(ember_result_render(NULL, later, "pprof", NULL, &out,
+                                         &len), EMBER_OK);
+    assert_false(len == wlen && memcmp(out, want, wlen) == 0);
+    ember_free(out);
+    ember_result_free(later);
+    ember_result_free(ids);
+    ember_result_free(r);
+    ember_merged_free(m);
+    ember_free(want);
+    ember_close(other);
+    ember_close(db);
+    tu_rmdir(dir2);
+    tu_rmdir(dir);
+}
+
+/* A query run for pprof with every allocation failing in turn: ENOMEM
+** and no result, nothing leaked (ASan); then the same bytes. */
+static void test_query_pprof_oom(void **state)
+{
+    char *dir = tu_tmpdir("pprof-qoom");
+    ember_db *db = db_of(dir, NULL, "a;b;c 3\na;d 4\ne 1\n");
+    const char *q = "merge({__type__=\"" GO_CPU "\"})";
+    ember_result *r = NULL, *want = NULL;
+    uint64_t n;
+
+    (void)state;
+    assert_int_equal(em_query_run(db, q, NULL, EM_QUERY_IDS_ONLY, &want),
+                     EMBER_OK);
+    for (n = 1; n < 10000; n++) {
+        int rc;
+        em_alloc_fail_at(n);
+        rc = em_query_run(db, q, NULL, EM_QUERY_IDS_ONLY, &r);
+        em_alloc_fail_at(0);
+        if (rc == EMBER_OK)
+            break;
+        if (rc != EMBER_ENOMEM)
+            fail_msg("allocation %llu failing: %s: %s",
+                     (unsigned long long)n, ember_strerror(rc),
+                     ember_errmsg(db));
+        assert_null(r);
+    }
+    assert_true(n > 10);
+    render_is(NULL, r, want->groups[0].pprof, want->groups[0].pprof_len);
+    ember_result_free(r);
+    ember_result_free(want);
+    ember_close(db);
+    tu_rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -673,6 +809,8 @@ int main(void)
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_encode_oom),
         cmocka_unit_test(test_span_sealed),
+        cmocka_unit_test(test_query_pprof),
+        cmocka_unit_test(test_query_pprof_oom),
     };
     return cmocka_run_group_tests_name("pprof_out", tests, fix_setup,
                                        fix_teardown);
