@@ -54,9 +54,9 @@ extern const char *const em_table_names[EM_T_COUNT];
 typedef struct em_req em_req;       /* a queued append (engine/write.c) */
 
 /* The writer's intern cache (engine/icache.c): record bytes -> id. */
+typedef EM_HTAB_TYPE(struct em_icache_slot) em_icache_tab;
 typedef struct em_icache {
-    struct em_icache_slot *slots;
-    size_t mask, used;
+    em_icache_tab tab;              /* hash, record, id (engine/htab.h) */
     uint8_t *bytes;
     size_t nbytes, cap;
     /* Location id -> its lines' function ids, so that staging a new
