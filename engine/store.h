@@ -229,10 +229,7 @@ typedef struct em_counters {
 /* Postings staged in a write transaction, flushed (OR-ed into the stored
 ** bitmaps) at the end of each request so that a failed request drops them
 ** with its nested LMDB transaction. */
-typedef struct em_staged {
-    struct em_staged_ent *ents;
-    size_t n, cap;
-} em_staged;
+typedef EM_HTAB_TYPE(struct em_staged_ent) em_staged;  /* engine/htab.h */
 
 /* A write context: an LMDB write txn plus the state it changes. */
 typedef struct em_wtxn {
