@@ -98,7 +98,8 @@ static bool icache_room(em_icache *c, size_t len)
     size_t cap = c->cap != 0 ? c->cap : 65536;
     uint8_t *nb;
 
-    if (c->nbytes + len <= c->cap)
+    /* bytes even for an empty first record: memcmp takes no NULL */
+    if (c->bytes != NULL && c->nbytes + len <= c->cap)
         return true;
     while (cap < c->nbytes + len)
         cap *= 2;
