@@ -35,11 +35,35 @@ struct em_icache_slot {
     uint32_t table1;                    /* table + 1; 0: a free slot */
 };
 
+/* What a probe compares a slot with: the record and where records live. */
+typedef struct icache_key {
+    const uint8_t *bytes;               /* the cache's record bytes */
+    uint32_t table1;
+    const uint8_t *rec;
+    size_t len;
+} icache_key;
+
+/* Slots from malloc, not em_malloc (the header says why); when they cannot
+** grow, em_icache_put does not cache. */
+#define EM_HT_NAME ictab
+#define EM_HT_TABLE em_icache_tab
+#define EM_HT_ENTRY struct em_icache_slot
+#define EM_HT_KEY const icache_key *
+#define EM_HT_IS_FREE(e) ((e)->table1 == 0)
+#define EM_HT_HASH(e) ((e)->hash)
+#define EM_HT_MATCH(e, h, k)                                                 \
+    ((e)->hash == (h) && (e)->table1 == (k)->table1 &&                       \
+     (e)->len == (k)->len &&                                                 \
+     memcmp((k)->bytes + (e)->off, (k)->rec, (k)->len) == 0)
+#define EM_HT_WHAT "intern cache"
+#define EM_HT_INITIAL ICACHE_INITIAL
+#define EM_HT_ALLOC(n) malloc(n)
+#define EM_HT_RELEASE(p) free(p)
+#include "engine/htab.h"
+
 void em_icache_clear(em_icache *c)
 {
-    if (c->used > 0)
-        memset(c->slots, 0, (c->mask + 1) * sizeof *c->slots);
-    c->used = 0;
+    ictab_clear(&c->tab);
     c->nbytes = 0;
     if (c->nlfn > 0)
         memset(c->lfn, 0, c->nlfn * sizeof *c->lfn);
@@ -48,7 +72,7 @@ void em_icache_clear(em_icache *c)
 
 void em_icache_free(em_icache *c)
 {
-    free(c->slots);
+    ictab_free(&c->tab);
     free(c->bytes);
     free(c->lfn);
     free(c->fns);
@@ -58,50 +82,24 @@ void em_icache_free(em_icache *c)
 bool em_icache_get(const em_icache *c, int table, uint64_t h,
                    const uint8_t *rec, size_t len, uint32_t *id)
 {
-    if (c->slots == NULL)
-        return false;
-    for (size_t j = (size_t)h & c->mask; c->slots[j].table1 != 0;
-         j = (j + 1) & c->mask) {
-        const struct em_icache_slot *s = &c->slots[j];
-        if (s->hash == h && s->table1 == (uint32_t)table + 1 &&
-            s->len == len && memcmp(c->bytes + s->off, rec, len) == 0) {
-            *id = s->id;
-            return true;
-        }
-    }
-    return false;
+    icache_key k = { c->bytes, (uint32_t)table + 1, rec, len };
+    const struct em_icache_slot *s = ictab_find(&c->tab, h, &k);
+
+    if (s != NULL)
+        *id = s->id;
+    return s != NULL;
 }
 
-/* Doubles the slots, rehashing by the stored hashes; false when out of
-** memory. */
-static bool icache_grow(em_icache *c)
-{
-    size_t n = c->slots == NULL ? ICACHE_INITIAL : (c->mask + 1) * 2;
-    struct em_icache_slot *ns = calloc(n, sizeof *ns);
-
-    if (ns == NULL)
-        return false;
-    for (size_t i = 0; c->slots != NULL && i <= c->mask; i++) {
-        size_t j = (size_t)c->slots[i].hash & (n - 1);
-        if (c->slots[i].table1 == 0)
-            continue;
-        while (ns[j].table1 != 0)
-            j = (j + 1) & (n - 1);
-        ns[j] = c->slots[i];
-    }
-    free(c->slots);
-    c->slots = ns;
-    c->mask = n - 1;
-    return true;
-}
-
-/* Makes room for LEN more record bytes; false when out of memory. */
+/* Makes room for LEN more record bytes; false when out of memory. By hand,
+** not em_grow: em_grow allocates through em_realloc, whose test hook would
+** make every record cached a failure point of the OOM tests. */
 static bool icache_room(em_icache *c, size_t len)
 {
     size_t cap = c->cap != 0 ? c->cap : 65536;
     uint8_t *nb;
 
-    if (c->nbytes + len <= c->cap)
+    /* bytes even for an empty first record: memcmp takes no NULL */
+    if (c->bytes != NULL && c->nbytes + len <= c->cap)
         return true;
     while (cap < c->nbytes + len)
         cap *= 2;
@@ -116,32 +114,31 @@ static bool icache_room(em_icache *c, size_t len)
 void em_icache_put(em_icache *c, int table, uint64_t h, const uint8_t *rec,
                    size_t len, uint32_t id)
 {
-    size_t j;
+    icache_key k = { c->bytes, (uint32_t)table + 1, rec, len };
+    struct em_icache_slot *s;
+    bool found;
 
     if (len > ICACHE_MAX_REC)
         return;
-    if (c->used >= ICACHE_MAX_ENTRIES || c->nbytes + len > ICACHE_MAX_BYTES)
+    if (c->tab.count >= ICACHE_MAX_ENTRIES ||
+        c->nbytes + len > ICACHE_MAX_BYTES)
         em_icache_clear(c);         /* start over rather than evict */
-    if ((c->slots == NULL || (c->used + 1) * 2 > c->mask + 1) &&
-        !icache_grow(c))
-        return;
     if (!icache_room(c, len))
         return;
-    for (j = (size_t)h & c->mask; c->slots[j].table1 != 0;
-         j = (j + 1) & c->mask)
-        ;
+    k.bytes = c->bytes;
+    if ((s = ictab_insert(&c->tab, h, &k, &found)) == NULL || found)
+        return;                     /* could not grow, or already cached */
     if (len > 0)
         memcpy(c->bytes + c->nbytes, rec, len);
-    c->slots[j] = (struct em_icache_slot){ h, (uint32_t)c->nbytes,
-                                           (uint32_t)len, id,
-                                           (uint32_t)table + 1 };
+    *s = (struct em_icache_slot){ h, (uint32_t)c->nbytes, (uint32_t)len, id,
+                                  (uint32_t)table + 1 };
     c->nbytes += len;
-    c->used++;
 }
 
 /* ---- location functions -------------------------------------------------- */
 
-/* Makes lfn cover LOC and fns hold N more; false when it cannot. */
+/* Makes lfn cover LOC and fns hold N more; false when it cannot. By hand,
+** as icache_room is. */
 static bool lfn_room(em_icache *c, uint32_t loc, size_t n)
 {
     if (loc >= LFN_MAX_LOCS || c->nfns + n > LFN_MAX_FNS)

@@ -32,6 +32,24 @@ struct em_staged_ent {
     size_t npend, cap_pend;         /* up to date (staged_settle) */
 };
 
+/* What a probe compares an entry with. */
+typedef struct staged_key {
+    const void *key;
+    size_t klen;
+} staged_key;
+
+#define EM_HT_NAME staged
+#define EM_HT_TABLE em_staged
+#define EM_HT_ENTRY struct em_staged_ent
+#define EM_HT_KEY const staged_key *
+#define EM_HT_IS_FREE(e) ((e)->key == NULL)
+#define EM_HT_HASH(e) ((e)->hash)
+#define EM_HT_MATCH(e, h, k)                                                 \
+    ((e)->hash == (h) && (e)->klen == (k)->klen &&                           \
+     memcmp((e)->key, (k)->key, (k)->klen) == 0)
+#define EM_HT_WHAT "postings: staging table"
+#include "engine/htab.h"
+
 /* Ids wait in an entry's array until this many, then go into its bitmap in
 ** one roaring_bitmap_add_many: a new stack adds its id to the postings of
 ** each of its functions, some thirty bitmaps, and adding ids one at a time
@@ -39,39 +57,6 @@ struct em_staged_ent {
 #define STAGED_PEND_MAX 1024
 
 /* ---- staging ------------------------------------------------------------------ */
-
-static size_t staged_slot(const em_staged *s, uint64_t h, const void *key,
-                          size_t klen)
-{
-    size_t mask = s->cap - 1;
-    size_t i = (size_t)h & mask;
-
-    while (s->ents[i].key != NULL &&
-           (s->ents[i].hash != h || s->ents[i].klen != klen ||
-            memcmp(s->ents[i].key, key, klen) != 0))
-        i = (i + 1) & mask;
-    return i;
-}
-
-static int staged_grow(em_staged *s)
-{
-    size_t ncap = s->cap == 0 ? 64 : s->cap * 2;
-    struct em_staged_ent *old = s->ents;
-    size_t ocap = s->cap;
-
-    s->ents = em_calloc(ncap, sizeof *s->ents);
-    if (s->ents == NULL) {
-        s->ents = old;
-        return em_err(EMBER_ENOMEM, "postings: staging table of %zu", ncap);
-    }
-    s->cap = ncap;
-    for (size_t i = 0; i < ocap; i++)
-        if (old[i].key != NULL)
-            s->ents[staged_slot(s, old[i].hash, old[i].key, old[i].klen)] =
-                old[i];
-    em_free(old);
-    return EMBER_OK;
-}
 
 /* Brings E's bitmap up to date with its pending ids. */
 static void staged_settle(struct em_staged_ent *e)
@@ -101,53 +86,63 @@ static int staged_pend(struct em_staged_ent *e, uint32_t id)
     return EMBER_OK;
 }
 
+/* A new entry for key K (hash H) with no ids yet, in *E. Room comes
+** first, so that the insert cannot fail once the key and the bitmap are
+** made: a slot it hands out is counted as used and must be filled. */
+static int staged_new(em_staged *s, uint64_t h, const staged_key *k,
+                      struct em_staged_ent **e)
+{
+    int rc = staged_reserve(s, 1);
+    uint8_t *key;
+    roaring_bitmap_t *bm;
+    bool found;
+
+    if (rc != EMBER_OK)
+        return rc;
+    key = em_malloc(k->klen);
+    bm = roaring_bitmap_create();
+    if (key == NULL || bm == NULL) {
+        em_free(key);
+        if (bm != NULL)
+            roaring_bitmap_free(bm);
+        return em_err(EMBER_ENOMEM, "postings: staging a key");
+    }
+    memcpy(key, k->key, k->klen);
+    *e = staged_insert(s, h, k, &found);
+    **e = (struct em_staged_ent){ .key = key, .klen = k->klen, .hash = h,
+                                  .bm = bm };
+    return EMBER_OK;
+}
+
 int em_staged_add(em_staged *s, const void *key, size_t klen, uint32_t id)
 {
     uint64_t h = em_hash64(key, klen, 0);
-    struct em_staged_ent *e;
+    staged_key k = { key, klen };
+    struct em_staged_ent *e = staged_find(s, h, &k);
     int rc;
 
-    if (2 * (s->n + 1) > s->cap && (rc = staged_grow(s)) != EMBER_OK)
+    if (e == NULL && (rc = staged_new(s, h, &k, &e)) != EMBER_OK)
         return rc;
-    e = &s->ents[staged_slot(s, h, key, klen)];
-    if (e->key == NULL) {
-        e->key = em_malloc(klen);
-        e->bm = roaring_bitmap_create();
-        if (e->key == NULL || e->bm == NULL) {
-            em_free(e->key);
-            if (e->bm != NULL)
-                roaring_bitmap_free(e->bm);
-            e->key = NULL;
-            return em_err(EMBER_ENOMEM, "postings: staging a key");
-        }
-        memcpy(e->key, key, klen);
-        e->klen = klen;
-        e->hash = h;
-        s->n++;
-    }
     return staged_pend(e, id);
 }
 
 void em_staged_clear(em_staged *s)
 {
-    for (size_t i = 0; i < s->cap; i++) {
-        struct em_staged_ent *e = &s->ents[i];
-        if (e->key == NULL)
-            continue;
+    struct em_staged_ent *e;
+    size_t i = 0;
+
+    while ((e = staged_next(s, &i)) != NULL) {
         em_free(e->key);
         em_free(e->pend);
         roaring_bitmap_free(e->bm);
-        memset(e, 0, sizeof *e);
     }
-    s->n = 0;
+    staged_clear(s);
 }
 
 void em_staged_free(em_staged *s)
 {
     em_staged_clear(s);
-    em_free(s->ents);
-    s->ents = NULL;
-    s->cap = 0;
+    staged_free(s);
 }
 
 /* ---- stored bitmaps ------------------------------------------------------------ */
@@ -190,13 +185,12 @@ static int bitmap_put(MDB_txn *txn, MDB_dbi dbi, const void *key, size_t klen,
 
 int em_staged_flush(em_wtxn *w, em_staged *s, MDB_dbi dbi)
 {
+    struct em_staged_ent *e;
+    size_t i = 0;
     int rc = EMBER_OK;
 
-    for (size_t i = 0; i < s->cap && rc == EMBER_OK; i++) {
-        struct em_staged_ent *e = &s->ents[i];
+    while (rc == EMBER_OK && (e = staged_next(s, &i)) != NULL) {
         roaring_bitmap_t *have;
-        if (e->key == NULL)
-            continue;
         staged_settle(e);
         rc = em_bitmap_get(w->txn, dbi, e->key, e->klen, &have);
         if (rc == EMBER_OK && have != NULL) {
@@ -735,12 +729,10 @@ int em_keep_get(em_rtxn *r, const char *focus, const char *ignore,
 const roaring_bitmap_t *em_staged_find(em_staged *s, const void *key,
                                        size_t klen)
 {
-    struct em_staged_ent *e;
+    staged_key k = { key, klen };
+    struct em_staged_ent *e = staged_find(s, em_hash64(key, klen, 0), &k);
 
-    if (s->cap == 0)
-        return NULL;
-    e = &s->ents[staged_slot(s, em_hash64(key, klen, 0), key, klen)];
-    if (e->key == NULL)
+    if (e == NULL)
         return NULL;
     staged_settle(e);
     return e->bm;
@@ -751,12 +743,11 @@ int em_staged_each(em_staged *s,
                              const roaring_bitmap_t *bm),
                    void *ctx)
 {
+    struct em_staged_ent *e;
+    size_t i = 0;
     int rc = EMBER_OK;
 
-    for (size_t i = 0; i < s->cap && rc == EMBER_OK; i++) {
-        struct em_staged_ent *e = &s->ents[i];
-        if (e->key == NULL)
-            continue;
+    while (rc == EMBER_OK && (e = staged_next(s, &i)) != NULL) {
         staged_settle(e);
         rc = fn(ctx, e->key, e->klen, e->bm);
     }

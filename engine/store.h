@@ -54,9 +54,9 @@ extern const char *const em_table_names[EM_T_COUNT];
 typedef struct em_req em_req;       /* a queued append (engine/write.c) */
 
 /* The writer's intern cache (engine/icache.c): record bytes -> id. */
+typedef EM_HTAB_TYPE(struct em_icache_slot) em_icache_tab;
 typedef struct em_icache {
-    struct em_icache_slot *slots;
-    size_t mask, used;
+    em_icache_tab tab;              /* hash, record, id (engine/htab.h) */
     uint8_t *bytes;
     size_t nbytes, cap;
     /* Location id -> its lines' function ids, so that staging a new
@@ -229,10 +229,7 @@ typedef struct em_counters {
 /* Postings staged in a write transaction, flushed (OR-ed into the stored
 ** bitmaps) at the end of each request so that a failed request drops them
 ** with its nested LMDB transaction. */
-typedef struct em_staged {
-    struct em_staged_ent *ents;
-    size_t n, cap;
-} em_staged;
+typedef EM_HTAB_TYPE(struct em_staged_ent) em_staged;  /* engine/htab.h */
 
 /* A write context: an LMDB write txn plus the state it changes. */
 typedef struct em_wtxn {

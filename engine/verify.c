@@ -475,9 +475,9 @@ static void verify_heads(vctx *v, em_staged *heads)
         nheads++;
     }
     mdb_cursor_close(cur);
-    if (nheads != heads->n)
+    if (nheads != heads->count)
         problem(v, "head table: %llu series with head chunks, %zu summaries",
-                (unsigned long long)heads->n, (size_t)nheads);
+                (unsigned long long)heads->count, (size_t)nheads);
 }
 
 static int verify_chunks(vctx *v)

@@ -245,9 +245,12 @@ typedef struct em_strtab {
     char *bytes;                /* every string, each NUL-terminated */
     size_t len, cap;
     size_t *off;                /* id -> offset of its string in bytes */
-    uint32_t count, cap_ids;
-    uint32_t *slots;            /* open addressing: id + 1, 0 empty */
-    uint32_t nslots;            /* a power of two, or 0 */
+    size_t cap_ids;
+    uint32_t count;             /* strings, ids 0 .. count - 1 */
+    struct em_strtab_index {    /* hash -> id: a table of engine/htab.h, */
+        struct em_strtab_slot *slots;   /* its fields as EM_HTAB_TYPE */
+        size_t mask, count;             /* lays them out */
+    } index;
 } em_strtab;
 
 /* *ID gets the id of the LEN bytes at S (which must hold no NUL), adding

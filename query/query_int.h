@@ -10,17 +10,17 @@
 #include "engine/engine.h"
 #include "query/query.h"
 
-/* uint64 key -> uint64 value, open addressing with linear probing. A
-** zeroed em_map64 is empty and ready. No deletion: the maps here only grow
-** while one profile is built or rendered. */
+/* uint64 key -> uint64 value, a table of engine/htab.h. A zeroed em_map64
+** is empty and ready. No deletion: the maps here only grow while one
+** profile is built or rendered. */
 typedef struct em_map64_slot {
     uint64_t key;               /* EM_MAP64_FREE: an empty slot */
     uint64_t val;
 } em_map64_slot;
 
 typedef struct em_map64 {
-    em_map64_slot *slots;
-    size_t count, cap;          /* cap: a power of two, or 0 */
+    em_map64_slot *slots;       /* every key but EM_MAP64_FREE; these */
+    size_t mask, count;         /* three as EM_HTAB_TYPE lays them out */
     bool has_free_key;          /* EM_MAP64_FREE itself, kept aside */
     uint64_t free_key_val;
 } em_map64;

@@ -3,17 +3,27 @@
 ** resolved profile. Renderers compare function ids, not names, and read a
 ** name only to print or sort it. All strings live in one growing byte array
 ** (offsets, not pointers, so growth never invalidates an id); the index is
-** open addressing over ids, hashed with the engine's content hash.
+** a table of engine/htab.h whose slots hold an id and the string's hash,
+** so that growing it reads no string and a probe compares only strings
+** whose hashes are equal.
 */
 #include "query/query_int.h"
 
 #define STRTAB_MAX_IDS (1u << 31)
 
-static uint32_t tab_slot(const char *s, size_t len, uint32_t nslots)
-{
-    return (uint32_t)em_hash64(s, len, 0x5eed) & (nslots - 1);
-}
+struct em_strtab_slot {
+    uint32_t hash;              /* low half of em_hash64: 2^32 slots at most */
+    uint32_t id1;               /* id + 1; 0: a free slot */
+};
 
+/* What a probe compares a slot with: the LEN bytes at S, in table T. */
+typedef struct strtab_key {
+    const em_strtab *t;
+    const char *s;
+    size_t len;
+} strtab_key;
+
+/* Whether string ID is the LEN bytes at S. */
 static bool tab_equal(const em_strtab *t, uint32_t id, const char *s,
                       size_t len)
 {
@@ -21,81 +31,60 @@ static bool tab_equal(const em_strtab *t, uint32_t id, const char *s,
     return strncmp(have, s, len) == 0 && have[len] == '\0';
 }
 
-/* Rebuilds the index at twice the size: keeps the load under one half. */
-static int tab_rehash(em_strtab *t)
-{
-    uint32_t n = t->nslots == 0 ? 64 : t->nslots * 2;
-    uint32_t *slots = em_calloc(n, sizeof *slots);
+#define EM_HT_NAME strix
+#define EM_HT_TABLE struct em_strtab_index
+#define EM_HT_ENTRY struct em_strtab_slot
+#define EM_HT_KEY const strtab_key *
+#define EM_HT_IS_FREE(e) ((e)->id1 == 0)
+#define EM_HT_HASH(e) ((e)->hash)
+#define EM_HT_MATCH(e, h, k)                                                 \
+    ((e)->hash == (h) && tab_equal((k)->t, (e)->id1 - 1, (k)->s, (k)->len))
+#define EM_HT_WHAT "string table"
+#include "engine/htab.h"
 
-    if (slots == NULL)
-        return em_err(EMBER_ENOMEM, "string table: %u slots", n);
-    for (uint32_t id = 0; id < t->count; id++) {
-        const char *s = t->bytes + t->off[id];
-        uint32_t i = tab_slot(s, strlen(s), n);
-        while (slots[i] != 0)
-            i = (i + 1) & (n - 1);
-        slots[i] = id + 1;
-    }
-    em_free(t->slots);
-    t->slots = slots;
-    t->nslots = n;
-    return EMBER_OK;
-}
-
-/* Appends the string's bytes and its offset; the index is updated by the
-** caller. */
-static int tab_append(em_strtab *t, const char *s, size_t len)
+/* Makes room for one more string of LEN bytes, so that adding it, once
+** the index has handed out its slot, cannot fail. */
+static int tab_room(em_strtab *t, size_t len)
 {
-    if (t->count == t->cap_ids) {
-        uint32_t cap = t->cap_ids == 0 ? 64 : t->cap_ids * 2;
-        size_t *off = em_realloc(t->off, cap * sizeof *off);
-        if (off == NULL)
-            return em_err(EMBER_ENOMEM, "string table: %u ids", cap);
-        t->off = off;
-        t->cap_ids = cap;
-    }
-    if (len + 1 > t->cap - t->len) {
-        size_t cap = t->cap == 0 ? 4096 : t->cap;
-        char *bytes;
-        while (cap - t->len < len + 1) {
-            if (cap > SIZE_MAX / 2)
-                return em_err(EMBER_ELIMIT, "string table: too large");
-            cap *= 2;
-        }
-        bytes = em_realloc(t->bytes, cap);
-        if (bytes == NULL)
-            return em_err(EMBER_ENOMEM, "string table: %zu bytes", cap);
-        t->bytes = bytes;
-        t->cap = cap;
-    }
-    memcpy(t->bytes + t->len, s, len);
-    t->bytes[t->len + len] = '\0';
-    t->off[t->count] = t->len;
-    t->len += len + 1;
+    size_t *off = em_grow(t->off, &t->cap_ids, (size_t)t->count + 1,
+                          sizeof *off);
+    char *bytes;
+
+    if (off == NULL)
+        return em_err(EMBER_ENOMEM, "string table: %u ids", t->count + 1);
+    t->off = off;
+    bytes = em_grow(t->bytes, &t->cap, t->len + len + 1, 1);
+    if (bytes == NULL)
+        return em_err(EMBER_ENOMEM, "string table: %zu bytes",
+                      t->len + len + 1);
+    t->bytes = bytes;
     return EMBER_OK;
 }
 
 int em_strtab_intern(em_strtab *t, const char *s, size_t len, uint32_t *id)
 {
-    uint32_t i;
+    uint32_t h = (uint32_t)em_hash64(s, len, 0x5eed);
+    strtab_key k = { t, s, len };
+    struct em_strtab_slot *e;
+    bool found;
     int rc;
 
     if (t->count >= STRTAB_MAX_IDS)
         return em_err(EMBER_ELIMIT, "string table: more than %u strings",
                       STRTAB_MAX_IDS);
-    if ((t->count + 1) * 2 > t->nslots && (rc = tab_rehash(t)) != EMBER_OK)
+    if ((rc = tab_room(t, len)) != EMBER_OK)
         return rc;
-    for (i = tab_slot(s, len, t->nslots); t->slots[i] != 0;
-         i = (i + 1) & (t->nslots - 1)) {
-        if (tab_equal(t, t->slots[i] - 1, s, len)) {
-            *id = t->slots[i] - 1;
-            return EMBER_OK;
-        }
+    if ((e = strix_insert(&t->index, h, &k, &found)) == NULL)
+        return EMBER_ENOMEM;        /* strix_insert said why */
+    if (!found) {
+        memcpy(t->bytes + t->len, s, len);
+        t->bytes[t->len + len] = '\0';
+        t->off[t->count] = t->len;
+        t->len += len + 1;
+        *e = (struct em_strtab_slot){ h, t->count + 1 };
+        t->count++;
     }
-    if ((rc = tab_append(t, s, len)) != EMBER_OK)
-        return rc;
-    t->slots[i] = t->count + 1;
-    *id = t->count++;
+    *id = e->id1 - 1;
     return EMBER_OK;
 }
 
@@ -108,6 +97,6 @@ void em_strtab_free(em_strtab *t)
 {
     em_free(t->bytes);
     em_free(t->off);
-    em_free(t->slots);
+    strix_free(&t->index);
     memset(t, 0, sizeof *t);
 }
