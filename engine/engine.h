@@ -265,6 +265,14 @@ static inline int em_buf_varint(em_buf *b, uint64_t v)
     return rc;
 }
 
+/* ---- string lists (engine/meta.c) ---------------------------------------- */
+
+/* A new empty list (NULL: out of memory), to fill with em_strlist_add: the
+** metadata calls' lists and the client's (client/client.c). */
+ember_strlist *em_strlist_new(void);
+/* Appends the LEN bytes at S. EMBER_OK or EMBER_ENOMEM. */
+int em_strlist_add(ember_strlist *l, const char *s, size_t len);
+
 /* ---- JSON strings (engine/json.c) --------------------------------------- */
 
 typedef void (*em_json_put_fn)(void *ctx, const char *s, size_t n);

@@ -13,7 +13,12 @@ struct ember_strlist {
     size_t n, cap;
 };
 
-static int strlist_add(ember_strlist *l, const char *s, size_t len)
+ember_strlist *em_strlist_new(void)
+{
+    return em_calloc(1, sizeof(ember_strlist));
+}
+
+int em_strlist_add(ember_strlist *l, const char *s, size_t len)
 {
     char **v = em_grow(l->v, &l->cap, l->n + 1, sizeof *v);
 
@@ -63,7 +68,7 @@ int em_split_labels_read(em_rtxn *r, ember_strlist **out)
     /* keys sort bytewise: the prefix's keys are one run */
     while (mrc == MDB_SUCCESS && rc == EMBER_OK && k.mv_size > plen &&
            memcmp(k.mv_data, EM_SPLIT_LABEL_PREFIX, plen) == 0) {
-        rc = strlist_add(*out, (const char *)k.mv_data + plen,
+        rc = em_strlist_add(*out, (const char *)k.mv_data + plen,
                          k.mv_size - plen);
         mrc = mdb_cursor_get(cur, &k, &d, MDB_NEXT);
     }
@@ -171,9 +176,9 @@ static int postings_walk(meta_q *m, const char *name, bool names_only)
             continue;
         if (names_only) {
             memcpy(last, key, klen + 1);
-            rc = strlist_add(m->out, key, klen);
+            rc = em_strlist_add(m->out, key, klen);
         } else {
-            rc = strlist_add(m->out, key + klen + 1, k.mv_size - klen - 1);
+            rc = em_strlist_add(m->out, key + klen + 1, k.mv_size - klen - 1);
         }
     }
     mdb_cursor_close(cur);
@@ -232,7 +237,7 @@ static int series_strings(meta_q *m, const em_series_rec *s)
         if (rc == EMBER_ENOTFOUND)
             rc = EM_CORRUPT("series names missing string %u", id);
         if (rc == EMBER_OK)
-            rc = strlist_add(m->out, (const char *)str, len);
+            rc = em_strlist_add(m->out, (const char *)str, len);
     }
     return rc;
 }

@@ -609,6 +609,70 @@ typedef void (*ember_problem_fn)(void *ctx, const char *problem);
 EMBER_API int ember_verify(ember_db *db, ember_problem_fn fn, void *ctx,
                            uint64_t *nproblems);
 
+/* ------------------------------------------------------------------------ */
+/* The client: the same calls against `ember serve` (docs/api.md, "Embedding:
+** the client"; docs/protocol.md). A client's results, lists and stats are
+** the very objects the local calls give: free them with the same calls.
+** Errors: the server's errors come back as their EMBER_* code (400 EINVAL,
+** 404 ENOTFOUND, 413 and 422 ELIMIT, 503 EBUSY, others EIO) with the
+** server's message; a server that cannot be reached is EMBER_EIO naming
+** the URL. One client is used by one thread at a time. */
+
+typedef struct ember_client ember_client;
+
+typedef struct ember_client_opts {
+    size_t sz;                  /* sizeof(ember_client_opts) */
+    const char *token;          /* sent as "Authorization: Bearer TOKEN";
+                                ** NULL: none */
+    unsigned timeout_ms;        /* a whole request; 0: no limit */
+    unsigned connect_timeout_ms;/* connecting; 0: 10 s */
+} ember_client_opts;
+
+/* Opens a client of the server at URL: "unix:PATH" (a Unix socket),
+** "http://HOST:PORT" or "https://HOST:PORT". Nothing is sent yet: a server
+** that is not there fails the first call. OPTS may be NULL. */
+EMBER_API int ember_client_open(const char *url, const ember_client_opts *o,
+                                ember_client **c);
+EMBER_API void ember_client_close(ember_client *c);    /* NULL: no-op */
+/* The calling thread's last failure message, as ember_errmsg: the
+** server's own message for a refused request. Never NULL. */
+EMBER_API const char *ember_client_errmsg(const ember_client *c);
+
+/* ember_query on the server: the result holds everything a local one does
+** (groups, stacks, series, rows, notes), and ember_result_render draws it
+** byte for byte as it draws ember_query's, "pprof" included. "now" and
+** relative times are the server's clock (opts->now_ms is not sent). */
+EMBER_API int ember_client_query(ember_client *c, const char *text,
+                                 const ember_query_opts *opts,
+                                 ember_result **out);
+/* ember_import on the server (POST /api/v1/import): the same options but
+** EMBER_IMPORT_COMM, EMBER_IMPORT_NUMERIC_LABELS and max_bytes, which the
+** server does not take (EMBER_EINVAL). STATS gets what the server wrote. */
+EMBER_API int ember_client_import(ember_client *c, const void *buf,
+                                  size_t len, const ember_import_opts *opts,
+                                  ember_import_stats *stats);
+/* ember_import_files on the server: walks the paths as it does and sends
+** each file as one import (each all or nothing; a file's time when it has
+** none is its unix-ms name or its mtime, as locally). */
+EMBER_API int ember_client_import_files(ember_client *c,
+                                        const char *const *paths, size_t n,
+                                        const ember_import_opts *opts,
+                                        const ember_import_hooks *hooks,
+                                        ember_import_stats *stats);
+/* Label names, a label's values and profile types of the series MATCH
+** selects (a selector of the query language, `{service="api"}`; NULL:
+** all series), as ember_label_names and friends give them. */
+EMBER_API int ember_client_label_names(ember_client *c, const char *match,
+                                       ember_strlist **out);
+EMBER_API int ember_client_label_values(ember_client *c, const char *name,
+                                        const char *match,
+                                        ember_strlist **out);
+EMBER_API int ember_client_profile_types(ember_client *c, const char *match,
+                                         ember_strlist **out);
+/* The server's ember_stats_get (GET /api/v1/status): the counts and sizes;
+** the per-table and cache figures are not sent (ntables is 0). */
+EMBER_API int ember_client_stats(ember_client *c, ember_stats *out);
+
 #ifdef __cplusplus
 }
 #endif

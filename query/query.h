@@ -466,6 +466,22 @@ int em_pprof_encode(ember_snapshot *snap, const ember_merged *m,
                     const char *type, unsigned flags, void **out,
                     size_t *len);
 
+/* ---- a result as bytes (query/result_wire.c) ----------------------------- */
+
+/* The content type of an encoded result, as `ember serve` labels its
+** format=result answers (docs/protocol.md). */
+#define EM_RESULT_WIRE_CTYPE "application/vnd.ember.result"
+
+/* Encodes all of R (a lone profile group with its pprof, read through the
+** handle R's query ran on unless R holds it) into a new buffer (*OUT,
+** *LEN; em_free it). EMBER_OK, ENOMEM, or the pprof encoder's error. */
+int em_result_encode(const ember_result *r, void **out, size_t *len);
+/* Decodes the LEN bytes at BUF, which may be anything, into a new result
+** (*OUT, ember_result_free it) that every accessor and renderer takes as
+** ember_query's. EMBER_EINVAL naming the offset of what is wrong, or
+** EMBER_ENOMEM; never a crash. */
+int em_result_decode(const void *buf, size_t len, ember_result **out);
+
 /* ---- flame graph levels (query/render_levels.c) ---------------------------- */
 
 /* One depth of a flame graph: 4 integers a node (x offset from the end of

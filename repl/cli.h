@@ -73,6 +73,49 @@ int em_cli_size(const char *s, uint64_t *out);
 /* Milliseconds since the epoch, now. */
 int64_t em_cli_now_ms(void);
 
+/* ---- where the data is: -d DIR or --server URL (repl/source.c) ---------- */
+
+/* getopt_long values of --server and --token-file. */
+enum { EM_OPT_SERVER = 0x100, EM_OPT_TOKEN_FILE = 0x101 };
+
+typedef struct em_source_args {
+    const char *dir;            /* -d DIR */
+    const char *server;         /* --server unix:PATH|http://HOST:PORT */
+    const char *token_file;     /* --token-file FILE, with --server */
+} em_source_args;
+
+/* A directory or a server: exactly one of the two is set once open. */
+typedef struct em_source {
+    ember_db *db;
+    ember_client *client;
+} em_source;
+
+/* Takes option C (-d, --server, --token-file) into A: 1 when it was one
+** of them, else 0. */
+int em_source_option(em_source_args *a, int c, const char *arg);
+/* After the options: 0, or 2 after a message when they clash. */
+int em_source_check(const char *cmd, const em_source_args *a);
+/* The arguments of a command that takes only where its data is (stats,
+** repl): 0, or the exit status after a message. */
+int em_source_only_args(const char *cmd, int argc, char **argv,
+                        em_source_args *a);
+/* Opens A's directory (read-only when RDONLY) or server into *S; prints
+** why not. */
+int em_source_open(const char *cmd, const em_source_args *a, int rdonly,
+                   em_source *s);
+void em_source_close(em_source *s);
+/* em_query_run (FLAGS) or ember_client_query (no flags: the server's
+** result carries what every format needs). */
+int em_source_query(em_source *s, const char *text,
+                    const ember_query_opts *o, unsigned flags,
+                    ember_result **out);
+/* Profile types, label names, a label's values of every series. */
+int em_source_types(em_source *s, ember_strlist **out);
+int em_source_label_names(em_source *s, ember_strlist **out);
+int em_source_label_values(em_source *s, const char *name,
+                           ember_strlist **out);
+int em_source_stats(em_source *s, ember_stats *out);
+
 /* ---- output shared by `ember query` and the REPL (repl/repl_out.c) ------- */
 
 /* Every output format, in the order messages and help list them. */
@@ -131,7 +174,8 @@ typedef struct em_repl_cache {
 
 /* One REPL session's state. */
 typedef struct em_repl {
-    ember_db *db;
+    em_source src;              /* the directory or the server */
+    ember_db *db;               /* src.db: NULL with --server */
     bool interactive;           /* stdin is a terminal: prompts, editing */
     bool failed;                /* a statement failed (script exit status) */
     bool quit;                  /* .quit ran */

@@ -4,6 +4,8 @@
 ** paths, decodes each file and writes them in batches, as it does for every
 ** embedder. Every option, -l included, is checked before any file is read
 ** or the database opened: a usage error exits 2 having touched nothing.
+** With --server each file goes to `ember serve` (ember_client_import_files)
+** and the same summary is printed.
 */
 #include <errno.h>
 #include <getopt.h>
@@ -93,15 +95,16 @@ static int label_opt(import_cli *c, char *arg)
 }
 
 /* Handles one option C (with OPTARG); 0, or the exit status of a misuse. */
-static int import_opt(import_cli *c, int ch, const char **dir,
+static int import_opt(import_cli *c, int ch, em_source_args *src,
                       const char **time)
 {
     ember_import_opts *o = &c->opts;
     em_format f;
     int64_t window;
 
+    if (em_source_option(src, ch, optarg))
+        return 0;
     switch (ch) {
-    case 'd': *dir = optarg; return 0;
     case 't': o->type = optarg; return 0;
     case 'N': o->name = optarg; return 0;
     case 'T': *time = optarg; return 0;
@@ -139,7 +142,8 @@ static int import_opt(import_cli *c, int ch, const char **dir,
     }
 }
 
-static int import_args(import_cli *c, int argc, char **argv, const char **dir)
+static int import_args(import_cli *c, int argc, char **argv,
+                       em_source_args *src)
 {
     static const struct option longs[] = {
         { "dir", required_argument, NULL, 'd' },
@@ -152,6 +156,8 @@ static int import_args(import_cli *c, int argc, char **argv, const char **dir)
         { "comm", no_argument, NULL, 'C' },
         { "max-size", required_argument, NULL, 'M' },
         { "numeric-labels", required_argument, NULL, 'L' },
+        { "server", required_argument, NULL, EM_OPT_SERVER },
+        { "token-file", required_argument, NULL, EM_OPT_TOKEN_FILE },
         { NULL, 0, NULL, 0 },
     };
     const char *time = NULL;
@@ -161,9 +167,12 @@ static int import_args(import_cli *c, int argc, char **argv, const char **dir)
     c->opts.labels = c->labels;
     optind = 1;
     while ((ch = getopt_long(argc, argv, ":d:l:", longs, NULL)) != -1)
-        if ((st = import_opt(c, ch, dir, &time)) != 0)
+        if ((st = import_opt(c, ch, src, &time)) != 0)
             return st;
-    if ((st = em_cli_args("import", *dir, argc, argv, 1, argc)) != 0)
+    if ((st = em_source_check("import", src)) != 0 ||
+        (st = em_cli_args("import", src->server != NULL ? src->server
+                                                        : src->dir,
+                          argc, argv, 1, argc)) != 0)
         return st;
     if (em_labels_check(c->labels, c->opts.nlabels) != EMBER_OK)
         return em_cli_fail(2, "import", "-l: %s", em_errmsg());
@@ -177,14 +186,27 @@ static int import_args(import_cli *c, int argc, char **argv, const char **dir)
     return 0;
 }
 
+/* ember_import_files on the directory or the server. */
+static int import_run(import_cli *c, em_source *src, char **paths, int n,
+                      const ember_import_hooks *hooks,
+                      ember_import_stats *st)
+{
+    if (src->client != NULL)
+        return ember_client_import_files(src->client,
+                                         (const char *const *)paths,
+                                         (size_t)n, &c->opts, hooks, st);
+    return ember_import_files(src->db, (const char *const *)paths, (size_t)n,
+                              &c->opts, hooks, st);
+}
+
 int em_cmd_import(int argc, char **argv)
 {
     import_cli *c = calloc(1, sizeof *c);
     ember_import_hooks hooks = { .sz = sizeof hooks, .failed = on_failed,
                                  .progress = on_progress };
     ember_import_stats st = { .sz = sizeof st };
-    ember_db *db = NULL;
-    const char *dir = NULL;
+    em_source_args a = { 0 };
+    em_source src = { 0 };
     int status, rc;
 
     if (c == NULL)
@@ -192,21 +214,19 @@ int em_cmd_import(int argc, char **argv)
     c->started_ms = em_cli_now_ms();
     c->progress = isatty(STDERR_FILENO);
     hooks.ctx = c;
-    status = import_args(c, argc, argv, &dir);
-    if (status == 0 && em_cli_open("import", dir, 0, &db) != EMBER_OK)
+    status = import_args(c, argc, argv, &a);
+    if (status == 0 && em_source_open("import", &a, 0, &src) != EMBER_OK)
         status = 1;
     if (status == 0) {
-        rc = ember_import_files(db, (const char *const *)argv + optind,
-                                (size_t)(argc - optind), &c->opts, &hooks,
-                                &st);
+        rc = import_run(c, &src, argv + optind, argc - optind, &hooks, &st);
         if (rc != EMBER_OK && st.failed == 0 && st.bad_paths == 0)
-            status = em_cli_fail(1, "import", "%s", ember_errmsg(db));
+            status = em_cli_fail(1, "import", "%s", ember_errmsg(src.db));
         else
             import_summary(c, &st);
         if (status == 0)
             status = rc != EMBER_OK ? 1 : 0;
     }
-    ember_close(db);
+    em_source_close(&src);
     free(c);
     return status;
 }

@@ -5,6 +5,8 @@
 ** or the one that suits the result's kind (top for profiles, table for
 ** series and tables); a format that does not fit the kind is refused with
 ** the list of those that do, and binary formats never go to a terminal.
+** With --server the query runs on `ember serve` (ember_client_query) and
+** its result renders here with the very same renderers.
 */
 #include <errno.h>
 #include <getopt.h>
@@ -20,7 +22,8 @@
 enum { COLOR_AUTO, COLOR_ALWAYS, COLOR_NEVER };
 
 typedef struct query_args {
-    const char *dir, *from, *to, *text;
+    em_source_args src;         /* -d DIR or --server URL */
+    const char *from, *to, *text;
     const char *output_file;    /* NULL: stdout */
     const char *unit;           /* top's --unit; NULL: pprof's "minimum" */
     const char *format;         /* -o; NULL: by the result's kind */
@@ -76,8 +79,9 @@ static int query_option(query_args *a, int c, const char *arg)
     uint64_t n = 0;
     int st = 0;
 
+    if (em_source_option(&a->src, c, arg))
+        return 0;
     switch (c) {
-    case 'd': a->dir = arg; break;
     case 'F': a->from = arg; break;
     case 'T': a->to = arg; break;
     case 'o': a->format = arg; break;
@@ -135,6 +139,8 @@ static int query_parse_args(query_args *a, int argc, char **argv)
         { "step", required_argument, NULL, 's' },
         { "color", required_argument, NULL, 'C' },
         { "width", required_argument, NULL, 'w' },
+        { "server", required_argument, NULL, EM_OPT_SERVER },
+        { "token-file", required_argument, NULL, EM_OPT_TOKEN_FILE },
         { NULL, 0, NULL, 0 },
     };
     int c, st;
@@ -144,7 +150,10 @@ static int query_parse_args(query_args *a, int argc, char **argv)
     while ((c = getopt_long(argc, argv, ":d:o:", longs, NULL)) != -1)
         if ((st = query_option(a, c, optarg)) != 0)
             return st;
-    if ((st = em_cli_args("query", a->dir, argc, argv, 1, 1)) != 0)
+    if ((st = em_source_check("query", &a->src)) != 0 ||
+        (st = em_cli_args("query", a->src.server != NULL ? a->src.server
+                                                         : a->src.dir,
+                          argc, argv, 1, 1)) != 0)
         return st;
     a->text = argv[optind];
     return query_check_args(a);
@@ -213,8 +222,9 @@ static int query_output(const query_args *a, ember_db *db,
 }
 
 /* Runs the query and writes it; returns the exit status. */
-static int query_run(const query_args *a, ember_db *db)
+static int query_run(const query_args *a, em_source *src)
 {
+    ember_db *db = src->db;
     ember_query_opts qo = { .sz = sizeof qo, .step_ms = a->step_ms };
     ember_result *r = NULL;
     const char *fmt;
@@ -224,7 +234,7 @@ static int query_run(const query_args *a, ember_db *db)
                       &qo.to_ms);
     /* pprof reads the symbols itself: resolving names would be wasted */
     if (rc == EMBER_OK)
-        rc = em_query_run(db, a->text, &qo,
+        rc = em_source_query(src, a->text, &qo,
                           a->format != NULL && strcmp(a->format, "pprof") == 0
                               ? EM_QUERY_IDS_ONLY : 0, &r);
     if (rc != EMBER_OK) {
@@ -247,14 +257,14 @@ out:
 int em_cmd_query(int argc, char **argv)
 {
     query_args a;
-    ember_db *db = NULL;
+    em_source src;
     int st = query_parse_args(&a, argc, argv);
 
     if (st != 0)
         return st;
-    if (em_cli_open("query", a.dir, 1, &db) != EMBER_OK)
+    if (em_source_open("query", &a.src, 1, &src) != EMBER_OK)
         return 1;
-    st = query_run(&a, db);
-    ember_close(db);
+    st = query_run(&a, &src);
+    em_source_close(&src);
     return st;
 }

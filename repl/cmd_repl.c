@@ -270,7 +270,7 @@ int em_repl_query(em_repl *r, const char *text)
     rc = em_cli_range(r->from, r->to, em_cli_now_ms(), &qo.from_ms,
                       &qo.to_ms);
     if (rc == EMBER_OK)
-        rc = ember_query(r->db, text, &qo, &res);
+        rc = em_source_query(&r->src, text, &qo, 0, &res);
     if (rc != EMBER_OK) {
         em_repl_cache_drop(r);  /* the names it offered may be stale */
         return em_repl_fail(r, "%s", ember_errmsg(r->db));
@@ -487,20 +487,22 @@ static void session_free(repl_session *s)
     em_free(r->to);
     em_repl_cache_drop(r);
     em_buf_free(&s->stmt);
-    ember_close(r->db);
+    em_source_close(&r->src);
+    r->db = NULL;
 }
 
 int em_cmd_repl(int argc, char **argv)
 {
     repl_session s;
-    const char *dir = em_cli_dir_arg("repl", argc, argv);
-    int st = 0;
+    em_source_args a;
+    int st = em_source_only_args("repl", argc, argv, &a);
 
-    if (dir == NULL)
-        return 2;               /* em_cli_dir_arg said why */
+    if (st != 0)
+        return st;              /* it said why */
     memset(&s, 0, sizeof s);
-    if (em_cli_open("repl", dir, 1, &s.r.db) != EMBER_OK)
+    if (em_source_open("repl", &a, 1, &s.r.src) != EMBER_OK)
         return 1;
+    s.r.db = s.r.src.db;
     s.r.interactive = isatty(STDIN_FILENO);
     if (!s.r.interactive)
         session_script(&s);

@@ -23,7 +23,7 @@
 static int cmd_help(int argc, char **argv);
 
 const em_cmd em_commands[] = {
-    { "import", "-d DIR [--format auto|pprof|collapsed|perf] [-l k=v]... "
+    { "import", "-d DIR|--server URL [--format auto|pprof|collapsed|perf] [-l k=v]... "
       "[--type T] [--name N] [--time T] [--window D] [--comm] "
       "[--max-size N] [--numeric-labels drop|series] FILE|DIR...",
       "store profiles from pprof, perf script or collapsed files",
@@ -80,7 +80,7 @@ const em_cmd em_commands[] = {
       "service manager (docs/sampling.md has a systemd unit). Options as\n"
       "ember record's, without --duration.\n",
       em_cmd_agent, false },
-    { "query", "-d DIR [--from T] [--to T] [--step D] [-o FORMAT] "
+    { "query", "-d DIR|--server URL [--from T] [--to T] [--step D] [-o FORMAT] "
       "[--output-file F] [--limit N] [--cum] [--unit U] [--color WHEN] "
       "[--width N] 'QUERY'",
       "run a query and print its result",
@@ -105,9 +105,12 @@ const em_cmd em_commands[] = {
       "  --color WHEN  auto (default: when stdout is a terminal and\n"
       "                NO_COLOR is unset), always or never\n"
       "  --width N     columns for flame and tables (default: the\n"
-      "                terminal's, else 100)\n",
+      "                terminal's, else 100)\n"
+      "  --server URL  run it on `ember serve` at unix:PATH or\n"
+      "                http://HOST:PORT instead of -d DIR: the same output\n"
+      "  --token-file F  the server's bearer token, with --server\n",
       em_cmd_query, true },
-    { "repl", "-d DIR",
+    { "repl", "-d DIR|--server URL",
       "ask questions interactively, or run a script from stdin",
       "An interactive shell for queries: line editing, history in\n"
       "$EMBER_HISTORY (default ~/.ember_history), multi-line input while\n"
@@ -140,9 +143,12 @@ const em_cmd em_commands[] = {
       "  --threads N         threads per listener (default 4)\n"
       "  --idle-timeout S    close a connection idle this long (120)\n",
       em_cmd_serve, false },
-    { "stats", "-d DIR", "print what the database holds and its size",
+    { "stats", "-d DIR|--server URL",
+      "print what the database holds and its size",
       "Series, profiles, samples, distinct stacks, functions, locations,\n"
-      "bytes on disk by table and bytes per sample.\n", em_cmd_stats,
+      "bytes on disk by table and bytes per sample. With --server URL\n"
+      "(unix:PATH or http://HOST:PORT, --token-file F) a server's.\n",
+      em_cmd_stats,
       true },
     { "verify", "-d DIR", "check every table and chunk; exit 1 on damage",
       "Walks every chunk (checksums, decoding, stack references) and every\n"

@@ -14,8 +14,9 @@
 **   - on a dot command line: the commands, then what the command table
 **     says its first argument is.
 **
-** Names come from the open database and are cached (em_repl_cache) until
-** a statement fails or .reload, so a tab costs no query.
+** Names come from the session's source (em_source: the open database, or
+** the server with --server) and are cached (em_repl_cache) until a
+** statement fails or .reload, so a tab costs no query.
 */
 #include <histedit.h>
 #include <string.h>
@@ -30,7 +31,7 @@
 const ember_strlist *em_repl_types(em_repl *r)
 {
     if (r->cache.types == NULL &&
-        ember_profile_types(r->db, NULL, &r->cache.types) != EMBER_OK)
+        em_source_types(&r->src, &r->cache.types) != EMBER_OK)
         r->cache.types = NULL;
     return r->cache.types;
 }
@@ -38,7 +39,7 @@ const ember_strlist *em_repl_types(em_repl *r)
 const ember_strlist *em_repl_label_names(em_repl *r)
 {
     if (r->cache.names == NULL &&
-        ember_label_names(r->db, NULL, &r->cache.names) != EMBER_OK)
+        em_source_label_names(&r->src, &r->cache.names) != EMBER_OK)
         r->cache.names = NULL;
     return r->cache.names;
 }
@@ -59,7 +60,7 @@ const ember_strlist *em_repl_label_values(em_repl *r, const char *name)
     c->values[slot] = NULL;
     if ((c->value_name[slot] = em_strdup(name)) == NULL)
         return NULL;
-    if (ember_label_values(r->db, name, NULL, &c->values[slot]) != EMBER_OK)
+    if (em_source_label_values(&r->src, name, &c->values[slot]) != EMBER_OK)
         c->values[slot] = NULL;
     return c->values[slot];
 }

@@ -85,6 +85,8 @@ static const char *format_ctype(const char *format)
         return "image/svg+xml";
     if (strcmp(format, "csv") == 0)
         return "text/csv; charset=utf-8";
+    if (strcmp(format, "result") == 0)
+        return EM_RESULT_WIRE_CTYPE;
     if (em_render_binary(format))
         return "application/octet-stream";
     return "text/plain; charset=utf-8";
@@ -163,7 +165,9 @@ static int h_query(em_req *rq, em_resp *rs)
     if (rc != EMBER_OK || bad)
         return rc;
     rc = ember_query(rq->srv->db, p.text, &p.q, &r);
-    if (rc == EMBER_OK)
+    if (rc == EMBER_OK && strcmp(p.format, "result") == 0)
+        rc = em_result_encode(r, (void **)&out, &len);    /* the client's */
+    else if (rc == EMBER_OK)
         rc = ember_result_render(rq->srv->db, r, p.format, &p.r, &out, &len);
     ember_result_free(r);
     if (rc != EMBER_OK)
@@ -362,7 +366,9 @@ static int import_opts(em_req *rq, em_resp *rs, ember_import_opts *o,
     int64_t t = 0;
     int rc;
 
-    o->origin = "request body";
+    o->origin = em_req_param(rq, "origin");     /* a file's name: pprof */
+    if (o->origin == NULL)                      /* contention types read */
+        o->origin = "request body";             /* "mutex" in it */
     o->type = em_req_param(rq, "type");
     o->name = em_req_param(rq, "name");
     if (import_format(fmt, &o->format) != EMBER_OK) {
