@@ -581,7 +581,7 @@ static void put_head(const svg *s, const char *title, int64_t height)
 /* The subtitle: what the widths and colors mean. */
 static void put_subtitle(const svg *s)
 {
-    const svg_frame *r = &s->frames[0];
+    const svg_frame *r = s->frames;     /* NULL when there are none */
     char v[EM_VALUE_MAX], w[EM_VALUE_MAX];
 
     put_text(s->f, s->p->sample_type[0] != '\0' ? s->p->sample_type
