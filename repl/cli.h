@@ -109,11 +109,15 @@ void em_source_close(em_source *s);
 int em_source_query(em_source *s, const char *text,
                     const ember_query_opts *o, unsigned flags,
                     ember_result **out);
-/* Profile types, label names, a label's values of every series. */
-int em_source_types(em_source *s, ember_strlist **out);
-int em_source_label_names(em_source *s, ember_strlist **out);
-int em_source_label_values(em_source *s, const char *name,
-                           ember_strlist **out);
+/* Profile types, label names, a label's values of the series a selector
+** picks: MATCH, its text, goes to a server, SEL, its parse, to a
+** directory; both NULL: every series. */
+int em_source_types(em_source *s, const char *match,
+                    const ember_selector *sel, ember_strlist **out);
+int em_source_label_names(em_source *s, const char *match,
+                          const ember_selector *sel, ember_strlist **out);
+int em_source_label_values(em_source *s, const char *name, const char *match,
+                           const ember_selector *sel, ember_strlist **out);
 int em_source_stats(em_source *s, ember_stats *out);
 
 /* ---- output shared by `ember query` and the REPL (repl/repl_out.c) ------- */

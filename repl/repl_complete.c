@@ -31,7 +31,7 @@
 const ember_strlist *em_repl_types(em_repl *r)
 {
     if (r->cache.types == NULL &&
-        em_source_types(&r->src, &r->cache.types) != EMBER_OK)
+        em_source_types(&r->src, NULL, NULL, &r->cache.types) != EMBER_OK)
         r->cache.types = NULL;
     return r->cache.types;
 }
@@ -39,7 +39,8 @@ const ember_strlist *em_repl_types(em_repl *r)
 const ember_strlist *em_repl_label_names(em_repl *r)
 {
     if (r->cache.names == NULL &&
-        em_source_label_names(&r->src, &r->cache.names) != EMBER_OK)
+        em_source_label_names(&r->src, NULL, NULL,
+                              &r->cache.names) != EMBER_OK)
         r->cache.names = NULL;
     return r->cache.names;
 }
@@ -60,7 +61,8 @@ const ember_strlist *em_repl_label_values(em_repl *r, const char *name)
     c->values[slot] = NULL;
     if ((c->value_name[slot] = em_strdup(name)) == NULL)
         return NULL;
-    if (em_source_label_values(&r->src, name, &c->values[slot]) != EMBER_OK)
+    if (em_source_label_values(&r->src, name, NULL, NULL,
+                               &c->values[slot]) != EMBER_OK)
         c->values[slot] = NULL;
     return c->values[slot];
 }

@@ -181,7 +181,7 @@ static int dot_types(em_repl *r, const char *args)
 
     if (args[0] != '\0')
         return em_repl_fail(r, ".types takes no argument");
-    if (ember_profile_types(r->db, NULL, &l) != EMBER_OK)
+    if (em_source_types(&r->src, NULL, NULL, &l) != EMBER_OK)
         return em_repl_fail(r, "%s", ember_errmsg(r->db));
     st = list_print(r, l);
     ember_strlist_free(l);
@@ -196,8 +196,8 @@ static int dot_labels(em_repl *r, const char *args)
     bool given;
     int st = parse_selector(r, args, &n, &sel, &given);
 
-    if (st == 0 && ember_label_names(r->db, given ? &sel : NULL, &l) !=
-        EMBER_OK)
+    if (st == 0 && em_source_label_names(&r->src, given ? args : NULL,
+                                         given ? &sel : NULL, &l) != EMBER_OK)
         st = em_repl_fail(r, "%s", ember_errmsg(r->db));
     if (st == 0)
         st = list_print(r, l);
@@ -212,6 +212,7 @@ static int dot_values(em_repl *r, const char *args)
     ember_selector sel;
     em_node *n = NULL;
     char *name = em_strndup(args, word_len(args));
+    const char *match = NULL;   /* the selector's text, for a server */
     bool given;
     int st;
 
@@ -221,12 +222,14 @@ static int dot_values(em_repl *r, const char *args)
         st = em_repl_fail(r, ".values needs a label name: .values NAME "
                           "[SELECTOR]");
     else
-        st = parse_selector(r, skip_blank(args + strlen(name)), &n, &sel,
-                            &given);
+        st = parse_selector(r, match = skip_blank(args + strlen(name)), &n,
+                            &sel, &given);
     if (st == 0 && strcmp(name, "__type__") == 0)
-        st = ember_profile_types(r->db, given ? &sel : NULL, &l);
+        st = em_source_types(&r->src, given ? match : NULL,
+                             given ? &sel : NULL, &l);
     else if (st == 0)
-        st = ember_label_values(r->db, name, given ? &sel : NULL, &l);
+        st = em_source_label_values(&r->src, name, given ? match : NULL,
+                                    given ? &sel : NULL, &l);
     if (st < 0)
         st = em_repl_fail(r, "%s", ember_errmsg(r->db));
     if (st == 0)

@@ -85,26 +85,28 @@ int em_source_query(em_source *s, const char *text,
     return em_query_run(s->db, text, o, flags, out);
 }
 
-int em_source_types(em_source *s, ember_strlist **out)
+int em_source_types(em_source *s, const char *match,
+                    const ember_selector *sel, ember_strlist **out)
 {
     if (s->client != NULL)
-        return ember_client_profile_types(s->client, NULL, out);
-    return ember_profile_types(s->db, NULL, out);
+        return ember_client_profile_types(s->client, match, out);
+    return ember_profile_types(s->db, sel, out);
 }
 
-int em_source_label_names(em_source *s, ember_strlist **out)
+int em_source_label_names(em_source *s, const char *match,
+                          const ember_selector *sel, ember_strlist **out)
 {
     if (s->client != NULL)
-        return ember_client_label_names(s->client, NULL, out);
-    return ember_label_names(s->db, NULL, out);
+        return ember_client_label_names(s->client, match, out);
+    return ember_label_names(s->db, sel, out);
 }
 
-int em_source_label_values(em_source *s, const char *name,
-                           ember_strlist **out)
+int em_source_label_values(em_source *s, const char *name, const char *match,
+                           const ember_selector *sel, ember_strlist **out)
 {
     if (s->client != NULL)
-        return ember_client_label_values(s->client, name, NULL, out);
-    return ember_label_values(s->db, name, NULL, out);
+        return ember_client_label_values(s->client, name, match, out);
+    return ember_label_values(s->db, name, sel, out);
 }
 
 int em_source_stats(em_source *s, ember_stats *out)

@@ -136,7 +136,8 @@ $EMBER query -d "$db" --server "unix:$sock" "merge($CPU)" 2> "$tmp/e" || st=$?
 [ "$st" = 2 ] || fail "-d with --server: status $st"
 
 # ---- the REPL: a script, and completion through the server ------------------------------
-printf 'merge(%s)\n.format collapsed\nmerge by (service) (%s)\n' "$CPU" "$ALLOC" > "$tmp/script"
+printf 'merge(%s)\n.format collapsed\nmerge by (service) (%s)\n.types\n.labels {service="cart"}\n.values service\n.values __type__ {service="api"}\n' \
+  "$CPU" "$ALLOC" > "$tmp/script"
 $EMBER repl -d "$local_db" < "$tmp/script" > "$tmp/r_d" 2>&1 || fail "repl -d: $(cat "$tmp/r_d")"
 $EMBER repl --server "unix:$sock" < "$tmp/script" > "$tmp/r_s" 2>&1 || fail "repl --server: $(cat "$tmp/r_s")"
 cmp -s "$tmp/r_d" "$tmp/r_s" || fail "repl script output differs: $(diff "$tmp/r_d" "$tmp/r_s" | head)"
