@@ -1,30 +1,23 @@
 /*
 ** client/import.c: ember_client_import (one POST /api/v1/import) and
-** ember_client_import_files, which walks paths as ember_import_files does
-** (directories recursively in name order, dot files skipped, at most 64
-** deep, files of at most 1 GiB) and sends each file as one import, so each
-** stays all or nothing on the server. A file's time, when its content has
-** none, is found here as locally: the options' time, a unix-ms file name,
-** else its mtime. A server that cannot be reached stops the walk: every
-** file after would fail the same way.
+** ember_client_import_files, which walks paths with ember_import_files'
+** walker (ingest/walk.c) and sends each file as one import, so each stays
+** all or nothing on the server. A file's time, when its content has none,
+** is found here as locally: the options' time, a unix-ms file name, else
+** its mtime. A server that cannot be reached stops the walk: every file
+** after would fail the same way.
 */
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <json-c/json.h>
 
 #include "client/client.h"
+#include "ingest/ingest.h"
 #include "query/query.h"
 
-#define WALK_MAX_DEPTH 64
-#define MAX_FILE ((uint64_t)1 << 30)
 
 static const char *const format_names[] = { "auto", "pprof", "collapsed",
                                             "perf" };
@@ -188,50 +181,6 @@ static void report(walk *w, const char *path, int rc)
         w->hooks.failed(w->hooks.ctx, path, rc, msg);
 }
 
-/* The time of a file whose content has none (ingest/import_driver.c's
-** rule): the options' own, a unix-ms name (12 or 13 digits, then the end
-** or a '.'), else the mtime. */
-static int64_t file_time(const walk *w, const char *path,
-                         const struct stat *st)
-{
-    const char *base = strrchr(path, '/');
-    char *end;
-    long long v;
-
-    if (w->opts.flags & EMBER_IMPORT_TIME)
-        return w->opts.time_ms;
-    base = base != NULL ? base + 1 : path;
-    errno = 0;
-    v = strtoll(base, &end, 10);
-    if (errno == 0 && end - base >= 12 && end - base <= 13 &&
-        (*end == '\0' || *end == '.'))
-        return v;
-    return (int64_t)st->st_mtim.tv_sec * 1000 + st->st_mtim.tv_nsec / 1000000;
-}
-
-static int fd_read(int fd, const struct stat *st, char **buf, size_t *len)
-{
-    size_t want = (size_t)st->st_size, n = 0;
-
-    *buf = NULL;
-    if ((uint64_t)st->st_size > MAX_FILE)
-        return em_err(EMBER_ELIMIT, "larger than %" PRIu64 " bytes",
-                      MAX_FILE);
-    if ((*buf = em_malloc(want + 1)) == NULL)
-        return em_err(EMBER_ENOMEM, "%zu bytes", want);
-    while (n < want) {
-        ssize_t k = read(fd, *buf + n, want - n);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            return em_err(EMBER_EIO, "%s", k < 0 ? strerror(errno)
-                                                 : "short read");
-        n += (size_t)k;
-    }
-    *len = n;
-    return EMBER_OK;
-}
-
 static void walk_file(walk *w, const char *path, int fd,
                       const struct stat *st)
 {
@@ -240,10 +189,11 @@ static void walk_file(walk *w, const char *path, int fd,
     bool answered = true;
     char *buf = NULL;
     size_t len = 0;
-    int rc = fd_read(fd, st, &buf, &len);
+    int rc = em_walk_read(fd, st, &buf, &len);
 
     o.origin = path;
-    o.time_ms = file_time(w, path, st);
+    if ((o.flags & EMBER_IMPORT_TIME) == 0)
+        o.time_ms = em_walk_file_time(path, st);
     o.flags |= EMBER_IMPORT_TIME;
     if (rc == EMBER_OK)
         rc = import_one(w->c, buf, len, &o, &one, &answered);
@@ -264,68 +214,25 @@ static void walk_file(walk *w, const char *path, int fd,
         w->hooks.progress(w->hooks.ctx, &w->st);
 }
 
-static void walk_path(walk *w, const char *path, int depth);
-
-static int skip_dot(const struct dirent *e)
+static void on_file(void *ctx, const char *path, int fd,
+                    const struct stat *st)
 {
-    return e->d_name[0] != '.';
+    walk_file(ctx, path, fd, st);
 }
 
-static int name_cmp(const struct dirent **a, const struct dirent **b)
+static void on_failed(void *ctx, const char *path, int rc, bool file)
 {
-    return strcmp((*a)->d_name, (*b)->d_name);
+    walk *w = ctx;
+
+    w->st.files += file;
+    w->st.failed += file;
+    w->st.bad_paths += !file;
+    report(w, path, rc);
 }
 
-static void walk_dir(walk *w, const char *path, int depth)
+static bool on_stop(void *ctx)
 {
-    struct dirent **names = NULL;
-    size_t plen = strlen(path);
-    int n = scandir(path, &names, skip_dot, name_cmp);
-
-    if (n < 0) {
-        w->st.bad_paths++;
-        report(w, path, em_err(EMBER_EIO, "%s", strerror(errno)));
-        return;
-    }
-    for (int i = 0; i < n; i++) {
-        char *full = NULL;
-        if (!w->stop && asprintf(&full, "%s%s%s", path,
-                                 plen > 0 && path[plen - 1] == '/' ? "" : "/",
-                                 names[i]->d_name) >= 0) {
-            walk_path(w, full, depth + 1);
-            free(full);
-        }
-        free(names[i]);
-    }
-    free(names);
-}
-
-static void walk_path(walk *w, const char *path, int depth)
-{
-    struct stat st;
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-
-    if (w->stop)
-        goto out;
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        bool file = stat(path, &st) == 0 && !S_ISDIR(st.st_mode);
-        int rc = em_err(EMBER_EIO, "%s", strerror(errno));
-        w->st.files += file;
-        w->st.failed += file;
-        w->st.bad_paths += !file;
-        report(w, path, rc);
-    } else if (S_ISDIR(st.st_mode) && depth >= WALK_MAX_DEPTH) {
-        w->st.bad_paths++;
-        report(w, path, em_err(EMBER_ELIMIT, "more than %d directories "
-                               "deep, not read", WALK_MAX_DEPTH));
-    } else if (S_ISDIR(st.st_mode)) {
-        walk_dir(w, path, depth);
-    } else {
-        walk_file(w, path, fd, &st);
-    }
-out:
-    if (fd >= 0)
-        close(fd);
+    return ((walk *)ctx)->stop;
 }
 
 static int walk_init(walk *w, ember_client *c, const ember_import_opts *opts,
@@ -366,8 +273,10 @@ EMBER_API int ember_client_import_files(ember_client *c,
     rc = walk_init(&w, c, opts, hooks);
     if (rc == EMBER_OK && n > 0 && paths == NULL)
         rc = em_err(EMBER_EINVAL, "import: %zu paths but no path array", n);
-    for (size_t i = 0; rc == EMBER_OK && i < n && !w.stop; i++)
-        walk_path(&w, paths[i], 0);
+    if (rc == EMBER_OK)
+        em_walk_paths(&(em_walk_hooks){ .ctx = &w, .file = on_file,
+                                        .failed = on_failed,
+                                        .stop = on_stop }, paths, n);
     if (rc == EMBER_OK)
         rc = w.first_rc;
     if (rc != EMBER_OK && w.first_msg != NULL) {

@@ -1,9 +1,9 @@
 /*
 ** ingest/import_driver.c: the public import calls. ember_import decodes one
 ** buffer and writes it in one transaction (em_import); ember_import_files is
-** the driver `ember import`, the server and embedders share: it walks paths,
-** reads each file whole, decodes it into a profile set and writes it into
-** the batch's transaction.
+** the driver `ember import`, the server and embedders share: it walks paths
+** (ingest/walk.c), reads each file whole, decodes it into a profile set and
+** writes it into the batch's transaction.
 **
 ** Why batches: importing thousands of small pprof files costs thousands of
 ** fsyncs with one transaction per file, so good files go many to a
@@ -20,7 +20,6 @@
 ** Options are checked whole (labels, type, format, flags) before any file is
 ** read: a bad -l must not be reported once per file, after reading them.
 */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -36,7 +35,6 @@
 
 #define BATCH_MAX_FILES 4096                /* files per transaction */
 #define BATCH_MAX_BYTES (64ull << 20)       /* decoded input per transaction */
-#define WALK_MAX_DEPTH 64                   /* directories below a path */
 /* A set of more stacks drops its indexes before it is written, a third of
 ** its memory at the peak of a big import (docs/ingest.md, "Memory"); a
 ** smaller one keeps them for the next file (em_pset_reset). */
@@ -234,69 +232,12 @@ static void path_failed(import_run *r, const char *path, int rc)
 
 /* ---- reading a file ------------------------------------------------------------- */
 
-/* Opens NAME (relative to the directory AT, or AT_FDCWD) read-only and
-** fstats it into *ST: one path walk per file instead of a stat, an open
-** and stdio's own fstat. Returns the descriptor, or -1 with errno set. */
-static int path_open(int at, const char *name, struct stat *st)
-{
-    int fd = openat(at, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-
-    if (fd >= 0 && fstat(fd, st) != 0) {
-        int e = errno;
-        close(fd);
-        errno = e;
-        return -1;
-    }
-    return fd;
-}
-
-/* Reads all of FD (ST its fstat) into a new buffer (*buf, em_free it, also
-** on failure), NUL-terminated after the *LEN bytes. */
-static int fd_read(int fd, const struct stat *st, char **buf, size_t *len)
-{
-    size_t want = (size_t)st->st_size, n = 0;
-
-    *buf = NULL;
-    if ((uint64_t)st->st_size > EM_IMPORT_MAX_FILE)
-        return em_err(EMBER_ELIMIT, "larger than %llu bytes",
-                      (unsigned long long)EM_IMPORT_MAX_FILE);
-    *buf = em_malloc(want + 1);
-    if (*buf == NULL)
-        return em_err(EMBER_ENOMEM, "%zu bytes", want);
-    while (n < want) {
-        ssize_t k = read(fd, *buf + n, want - n);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k < 0)
-            return em_err(EMBER_EIO, "%s", strerror(errno));
-        if (k == 0)
-            return em_err(EMBER_EIO, "short read");
-        n += (size_t)k;
-    }
-    (*buf)[n] = '\0';
-    *len = n;
-    return EMBER_OK;
-}
-
 /* The time of a file whose content has none: the options' fixed time, else
-** a unix-ms file name (12 or 13 digits, then the end or a '.'), else the
-** file's mtime. */
+** its name's or mtime (em_walk_file_time). */
 static int64_t file_time(const import_run *r, const char *path,
                          const struct stat *st)
 {
-    const char *base = strrchr(path, '/');
-    char *end;
-    long long v;
-
-    if (r->fixed_time)
-        return r->opts.time_ms;
-    base = base != NULL ? base + 1 : path;
-    errno = 0;
-    v = strtoll(base, &end, 10);
-    if (errno == 0 && end - base >= 12 && end - base <= 13 &&
-        (*end == '\0' || *end == '.'))
-        return v;
-    return (int64_t)st->st_mtim.tv_sec * 1000 + st->st_mtim.tv_nsec / 1000000;
+    return r->fixed_time ? r->opts.time_ms : em_walk_file_time(path, st);
 }
 
 /* Decodes the file open at FD (PATH, ST its fstat) into *SET, empty (zeroed
@@ -311,7 +252,7 @@ static int decode_fd(import_run *r, const char *path, int fd,
 
     o.origin = path;
     o.time_ms = file_time(r, path, st);
-    rc = fd_read(fd, st, &buf, &len);
+    rc = em_walk_read(fd, st, &buf, &len);
     if (rc == EMBER_OK)
         rc = input_check(&o, buf, len);
     if (rc == EMBER_OK)
@@ -324,7 +265,7 @@ static int decode_fd(import_run *r, const char *path, int fd,
 static int decode_path(import_run *r, const char *path, em_pset *set)
 {
     struct stat st;
-    int fd = path_open(AT_FDCWD, path, &st), rc;
+    int fd = em_walk_open(AT_FDCWD, path, &st), rc;
 
     memset(set, 0, sizeof *set);
     if (fd < 0)
@@ -440,114 +381,22 @@ static void import_file(import_run *r, const char *path, int fd,
     progress(r);
 }
 
-/* ---- walking paths ------------------------------------------------------------------ */
+/* ---- walking paths (ingest/walk.c) -------------------------------------------- */
 
-static int name_cmp(const void *a, const void *b)
+static void on_file(void *ctx, const char *path, int fd, const struct stat *st)
 {
-    return strcmp(*(char *const *)a, *(char *const *)b);
+    import_file(ctx, path, fd, st);
 }
 
-static void names_free(char **names, size_t n)
+static void on_failed(void *ctx, const char *path, int rc, bool file)
 {
-    for (size_t i = 0; i < n; i++)
-        em_free(names[i]);
-    em_free(names);
-}
+    import_run *r = ctx;
 
-/* The names in D but dot files, sorted, into *NAMES (names_free them) and
-** their count into *N. */
-static int dir_names(DIR *d, char ***names, size_t *n)
-{
-    struct dirent *e;
-    size_t cap = 0;
-
-    *names = NULL;
-    *n = 0;
-    errno = 0;
-    while ((e = readdir(d)) != NULL) {
-        char **nn;
-        if (e->d_name[0] == '.')
-            continue;
-        if ((nn = em_grow(*names, &cap, *n + 1, sizeof *nn)) == NULL)
-            return em_err(EMBER_ENOMEM, "out of memory listing %zu names",
-                          *n + 1);
-        *names = nn;
-        if ((nn[*n] = em_strdup(e->d_name)) == NULL)
-            return em_err(EMBER_ENOMEM, "out of memory listing a name");
-        (*n)++;
-    }
-    if (errno != 0)
-        return em_err(EMBER_EIO, "%s", strerror(errno));
-    if (*n > 0)
-        qsort(*names, *n, sizeof **names, name_cmp);
-    return EMBER_OK;
-}
-
-static void import_at(import_run *r, int at, const char *name,
-                      const char *path, int depth);
-
-/* Imports each entry of the directory open at FD (PATH), in name order;
-** takes FD. Entries are opened relative to it, named by PATH/name. */
-static void import_dir(import_run *r, const char *path, int fd, int depth)
-{
-    DIR *d = fdopendir(fd);
-    char **names = NULL;
-    size_t n = 0, plen = strlen(path);
-    bool slash = plen > 0 && path[plen - 1] == '/';
-    int rc;
-
-    if (d == NULL) {
-        rc = em_err(EMBER_EIO, "%s", strerror(errno));
-        close(fd);
-        path_failed(r, path, rc);
-        return;
-    }
-    if ((rc = dir_names(d, &names, &n)) != EMBER_OK)
-        path_failed(r, path, rc);       /* and import what was listed */
-    for (size_t i = 0; i < n; i++) {
-        size_t len = plen + 1 + strlen(names[i]) + 1;
-        char *full = em_malloc(len);
-        if (full == NULL) {         /* not a file we tried: a bad path */
-            path_failed(r, path, em_err(EMBER_ENOMEM, "no memory for the "
-                                        "path of %s", names[i]));
-            continue;
-        }
-        snprintf(full, len, "%s%s%s", path, slash ? "" : "/", names[i]);
-        import_at(r, dirfd(d), names[i], full, depth + 1);
-        em_free(full);
-    }
-    names_free(names, n);
-    closedir(d);
-}
-
-/* Imports NAME (relative to the directory AT), called PATH in messages:
-** a directory recursively, a file as one import. */
-static void import_at(import_run *r, int at, const char *name,
-                      const char *path, int depth)
-{
-    struct stat st;
-    int fd = path_open(at, name, &st);
-
-    if (fd < 0) {
-        int e = errno;
-        if (fstatat(at, name, &st, 0) == 0 && !S_ISDIR(st.st_mode)) {
-            r->st.files++;          /* a file we may not read: it failed */
-            file_failed(r, path, em_err(EMBER_EIO, "%s", strerror(e)));
-            return;
-        }
-        path_failed(r, path, em_err(EMBER_EIO, "%s", strerror(e)));
-    } else if (S_ISDIR(st.st_mode)) {
-        if (depth < WALK_MAX_DEPTH) {
-            import_dir(r, path, fd, depth);
-        } else {
-            close(fd);
-            path_failed(r, path, em_err(EMBER_ELIMIT, "more than %d "
-                                        "directories deep, not read",
-                                        WALK_MAX_DEPTH));
-        }
+    if (file) {
+        r->st.files++;              /* a file we may not read: it failed */
+        file_failed(r, path, rc);
     } else {
-        import_file(r, path, fd, &st);
-        close(fd);
+        path_failed(r, path, rc);
     }
 }
 
@@ -592,8 +441,9 @@ EMBER_API int ember_import_files(ember_db *db, const char *const *paths,
     rc = run_init(&r, db, opts, hooks);
     if (rc == EMBER_OK && n > 0 && paths == NULL)
         rc = em_err(EMBER_EINVAL, "import: %zu paths but no path array", n);
-    for (size_t i = 0; rc == EMBER_OK && i < n; i++)
-        import_at(&r, AT_FDCWD, paths[i], paths[i], 0);
+    if (rc == EMBER_OK)
+        em_walk_paths(&(em_walk_hooks){ .ctx = &r, .file = on_file,
+                                        .failed = on_failed }, paths, n);
     if (rc == EMBER_OK) {
         batch_flush(&r);
         rc = r.first_rc;

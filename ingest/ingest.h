@@ -78,6 +78,39 @@ typedef enum em_format {
 ** buffer): EMBER_ELIMIT past it. */
 #define EM_IMPORT_MAX_FILE (1ull << 30)
 
+/* ---- walking an import's paths (ingest/walk.c) ---------------------------- */
+
+#define EM_WALK_MAX_DEPTH 64            /* directories below a path */
+
+struct stat;
+
+/* What em_walk_paths does with what it finds; STOP may be NULL. */
+typedef struct em_walk_hooks {
+    void *ctx;
+    /* A file open at FD (PATH in messages, ST its fstat); the walker
+    ** closes FD after. */
+    void (*file)(void *ctx, const char *path, int fd, const struct stat *st);
+    /* PATH failed with RC (the thread's message says why): a file that
+    ** could not be opened when FILE, else a path that could not be walked. */
+    void (*failed)(void *ctx, const char *path, int rc, bool file);
+    /* True: walk no further. */
+    bool (*stop)(void *ctx);
+} em_walk_hooks;
+
+/* Walks the N PATHS: a directory recursively in name order (dot files
+** skipped, at most EM_WALK_MAX_DEPTH deep), each file handed to H. */
+void em_walk_paths(const em_walk_hooks *h, const char *const *paths,
+                   size_t n);
+/* Opens NAME (relative to the directory AT, or AT_FDCWD) read-only and
+** fstats it into *ST: the descriptor, or -1 with errno set. */
+int em_walk_open(int at, const char *name, struct stat *st);
+/* Reads all of FD (ST its fstat, at most EM_IMPORT_MAX_FILE) into a new
+** buffer (*BUF, em_free it, also on failure), NUL-terminated after *LEN. */
+int em_walk_read(int fd, const struct stat *st, char **buf, size_t *len);
+/* The time of a file whose content has none: a unix-ms file name (12 or 13
+** digits, then the end or a '.'), else its mtime. */
+int64_t em_walk_file_time(const char *path, const struct stat *st);
+
 /* How an import labels and times what it writes. Zeroed with sz set means:
 ** origin "<input>", format AUTO, type by format (pprof: from the file;
 ** perf script: by event; collapsed: EM_COLLAPSED_DEFAULT_TYPE), no labels,
