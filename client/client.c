@@ -54,7 +54,8 @@ EMBER_API int ember_client_open(const char *url, const ember_client_opts *o,
     if ((*c = em_calloc(1, sizeof **c)) == NULL)
         return em_err(EMBER_ENOMEM, "client: handle");
     rc = em_http_open(url, opts.token, (long)opts.timeout_ms,
-                      (long)opts.connect_timeout_ms, &(*c)->http);
+                      (long)opts.connect_timeout_ms, opts.ca_file,
+                      &(*c)->http);
     if (rc != EMBER_OK) {
         em_free(*c);
         *c = NULL;

@@ -38,9 +38,10 @@ typedef struct em_http_resp {
 ** or "https://HOST:PORT" (a path after the port is a prefix of every
 ** request's). No connection is made yet. TOKEN (may be NULL) goes in
 ** every request as "Authorization: Bearer TOKEN". TIMEOUT_MS bounds a
-** whole exchange (0: none), CONNECT_MS its connect (0: 10 s). */
+** whole exchange (0: none), CONNECT_MS its connect (0: 10 s). CA_FILE
+** (may be NULL) holds the PEM certificates https trusts. */
 int em_http_open(const char *url, const char *token, long timeout_ms,
-                 long connect_ms, em_http **out);
+                 long connect_ms, const char *ca_file, em_http **out);
 void em_http_close(em_http *h);                 /* NULL: no-op */
 /* The URL as the caller gave it, for messages. */
 const char *em_http_url(const em_http *h);

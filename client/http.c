@@ -74,7 +74,7 @@ static int handle_setup(em_http *h, const char *unix_path, long timeout_ms,
 }
 
 int em_http_open(const char *url, const char *token, long timeout_ms,
-                 long connect_ms, em_http **out)
+                 long connect_ms, const char *ca_file, em_http **out)
 {
     em_http *h;
     char *unix_path = NULL;
@@ -101,6 +101,9 @@ int em_http_open(const char *url, const char *token, long timeout_ms,
         rc = em_err(EMBER_ENOMEM, "client: libcurl handle");
     if (rc == EMBER_OK)
         rc = handle_setup(h, unix_path, timeout_ms, connect_ms);
+    if (rc == EMBER_OK && ca_file != NULL &&
+        curl_easy_setopt(h->curl, CURLOPT_CAINFO, ca_file) != CURLE_OK)
+        rc = em_err(EMBER_EINVAL, "client: CA file %s refused", ca_file);
     em_free(unix_path);     /* libcurl keeps its own copy */
     if (rc != EMBER_OK) {
         em_http_close(h);

@@ -626,6 +626,9 @@ typedef struct ember_client_opts {
                                 ** NULL: none */
     unsigned timeout_ms;        /* a whole request; 0: no limit */
     unsigned connect_timeout_ms;/* connecting; 0: 10 s */
+    const char *ca_file;        /* https: PEM certificates to trust (a
+                                ** server's own self-signed one); NULL: the
+                                ** system's */
 } ember_client_opts;
 
 /* Opens a client of the server at URL: "unix:PATH" (a Unix socket),

@@ -76,12 +76,14 @@ int64_t em_cli_now_ms(void);
 /* ---- where the data is: -d DIR or --server URL (repl/source.c) ---------- */
 
 /* getopt_long values of --server and --token-file. */
-enum { EM_OPT_SERVER = 0x100, EM_OPT_TOKEN_FILE = 0x101 };
+enum { EM_OPT_SERVER = 0x100, EM_OPT_TOKEN_FILE = 0x101,
+       EM_OPT_CA_FILE = 0x102 };
 
 typedef struct em_source_args {
     const char *dir;            /* -d DIR */
     const char *server;         /* --server unix:PATH|http://HOST:PORT */
     const char *token_file;     /* --token-file FILE, with --server */
+    const char *ca_file;        /* --ca-file FILE: https trusts these */
 } em_source_args;
 
 /* A directory or a server: exactly one of the two is set once open. */

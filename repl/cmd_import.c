@@ -158,6 +158,7 @@ static int import_args(import_cli *c, int argc, char **argv,
         { "numeric-labels", required_argument, NULL, 'L' },
         { "server", required_argument, NULL, EM_OPT_SERVER },
         { "token-file", required_argument, NULL, EM_OPT_TOKEN_FILE },
+        { "ca-file", required_argument, NULL, EM_OPT_CA_FILE },
         { NULL, 0, NULL, 0 },
     };
     const char *time = NULL;

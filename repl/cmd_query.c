@@ -141,6 +141,7 @@ static int query_parse_args(query_args *a, int argc, char **argv)
         { "width", required_argument, NULL, 'w' },
         { "server", required_argument, NULL, EM_OPT_SERVER },
         { "token-file", required_argument, NULL, EM_OPT_TOKEN_FILE },
+        { "ca-file", required_argument, NULL, EM_OPT_CA_FILE },
         { NULL, 0, NULL, 0 },
     };
     int c, st;

@@ -108,7 +108,8 @@ const em_cmd em_commands[] = {
       "                terminal's, else 100)\n"
       "  --server URL  run it on `ember serve` at unix:PATH or\n"
       "                http://HOST:PORT instead of -d DIR: the same output\n"
-      "  --token-file F  the server's bearer token, with --server\n",
+      "  --token-file F  the server's bearer token, with --server\n"
+      "  --ca-file F   https: trust the PEM certificates in F\n",
       em_cmd_query, true },
     { "repl", "-d DIR|--server URL",
       "ask questions interactively, or run a script from stdin",

@@ -1,6 +1,7 @@
 /*
 ** repl/source.c: where a command's data is, a database directory (-d DIR)
-** or a server (--server unix:PATH|http://HOST:PORT, with --token-file):
+** or a server (--server unix:PATH|http://HOST:PORT|https://HOST:PORT, with
+** --token-file and --ca-file):
 ** `ember query`, `stats` and `repl`, and the REPL's completion, ask an
 ** em_source and never care which. Each call is a thin switch between an
 ** ember_* call and its ember_client_* twin, which return the same objects.
@@ -62,6 +63,7 @@ int em_source_open(const char *cmd, const em_source_args *a, int rdonly,
         (token = token_read(cmd, a->token_file)) == NULL)
         return EMBER_EINVAL;
     o.token = token;
+    o.ca_file = a->ca_file;
     rc = ember_client_open(a->server, &o, &s->client);
     if (rc != EMBER_OK)
         em_cli_fail(1, cmd, "%s", ember_errmsg(NULL));
@@ -122,6 +124,7 @@ int em_source_option(em_source_args *a, int c, const char *arg)
     case 'd': a->dir = arg; return 1;
     case EM_OPT_SERVER: a->server = arg; return 1;
     case EM_OPT_TOKEN_FILE: a->token_file = arg; return 1;
+    case EM_OPT_CA_FILE: a->ca_file = arg; return 1;
     default: return 0;
     }
 }
@@ -131,8 +134,9 @@ int em_source_check(const char *cmd, const em_source_args *a)
     if (a->dir != NULL && a->server != NULL)
         return em_cli_fail(2, cmd, "-d and --server exclude each other: "
                            "the data is in a directory or behind a server");
-    if (a->token_file != NULL && a->server == NULL)
-        return em_cli_fail(2, cmd, "--token-file goes with --server");
+    if ((a->token_file != NULL || a->ca_file != NULL) && a->server == NULL)
+        return em_cli_fail(2, cmd, "--%s goes with --server",
+                           a->token_file != NULL ? "token-file" : "ca-file");
     return 0;
 }
 
@@ -143,6 +147,7 @@ int em_source_only_args(const char *cmd, int argc, char **argv,
         { "dir", required_argument, NULL, 'd' },
         { "server", required_argument, NULL, EM_OPT_SERVER },
         { "token-file", required_argument, NULL, EM_OPT_TOKEN_FILE },
+        { "ca-file", required_argument, NULL, EM_OPT_CA_FILE },
         { NULL, 0, NULL, 0 },
     };
     int c, st;

@@ -5,9 +5,10 @@
 # give the same summary; every output format (top, tree, flame, collapsed,
 # json, svg, pprof, series with a step, tables) is byte for byte the same
 # over the server as on the directory, with the same notes; stats agree;
-# a bad query, an unreachable server and a wrong token fail with a clear
-# message and exit 1; the REPL runs scripts and completes labels and values
-# through the server.
+# a bad query, an unreachable server, a wrong token and an untrusted
+# certificate fail with a clear message and exit 1; https works with the
+# server's certificate trusted (--ca-file); the REPL runs scripts, dot
+# commands and completes labels and values through the server.
 set -eu
 EMBER=${EMBER:-build/ember}
 data=tests/data
@@ -176,4 +177,19 @@ $EMBER query --server "http://127.0.0.1:$port" --token-file "$tmp/bad" "merge($C
 token="--token-file $tmp/token"
 same "http://127.0.0.1:$port" top "merge($CPU)"
 stop
+
+# ---- https: the server's own certificate, trusted with --ca-file ------------------
+token=
+if command -v openssl > /dev/null; then
+  openssl req -x509 -newkey rsa:2048 -nodes -keyout "$tmp/key.pem" \
+    -out "$tmp/cert.pem" -days 2 -subj "/CN=127.0.0.1" \
+    -addext "subjectAltName=IP:127.0.0.1" 2> /dev/null
+  start --tls-cert "$tmp/cert.pem" --tls-key "$tmp/key.pem"
+  st=0
+  $EMBER stats --server "https://127.0.0.1:$port" > /dev/null 2> "$tmp/e" || st=$?
+  [ "$st" = 1 ] && grep -q 'certificate' "$tmp/e" || fail "untrusted certificate: $st $(cat "$tmp/e")"
+  token="--ca-file $tmp/cert.pem"
+  same "https://127.0.0.1:$port" collapsed "merge($CPU)"
+  stop
+fi
 echo "client: ok ($n format comparisons)"
