@@ -31,7 +31,7 @@ LDLIBS := -lbpf -ldw -lelf -llmdb -lzstd -lroaring -lprotobuf-c -ldeflate -lz \
 # short query's time. libroaring ships no archive; libember.so and the
 # tests link everything dynamically.
 CLI_STATIC := -lbpf -ldw -lelf -llmdb -lzstd -lprotobuf-c -ldeflate -lz \
-              -llzma -lbz2 -ledit -ltinfo -lbsd -lmd -ljson-c
+              -llzma -lbz2 -ledit -ltinfo -lbsd -lmd -ljson-c -lresolv
 CLI_DYNAMIC := -lroaring -lmicrohttpd -lpthread -lm
 TEST_LDLIBS := -lcmocka
 
