@@ -284,6 +284,95 @@ static int h_types(em_req *rq, em_resp *rs)
     return table_union(rq, rs, "profile_types", NULL);
 }
 
+/* ---- /api/v1/series --------------------------------------------------------- */
+
+/* Series I of R as one JSON object into K: its labels, and "__type__"
+** first when they lack it (the series do not differ in it). */
+static int series_object(const ember_result *r, size_t i, em_buf *k)
+{
+    const ember_label *l;
+    const int64_t *times;
+    const double *values;
+    size_t nl, n;
+    const char *type = ember_result_type(r);
+    int rc = em_buf_put(k, "{", 1);
+
+    ember_result_series(r, i, &l, &nl, &times, &values, &n);
+    for (size_t j = 0; j < nl; j++)
+        if (strcmp(l[j].name, "__type__") == 0)
+            type = NULL;                /* the series carry their own */
+    if (type != NULL && (em_buf_json(k, "__type__") ||
+                         em_buf_put(k, ":", 1) || em_buf_json(k, type)))
+        rc = EMBER_ENOMEM;
+    for (size_t j = 0; j < nl && rc == EMBER_OK; j++)
+        if (em_buf_put(k, j == 0 && type == NULL ? "" : ",",
+                       j == 0 && type == NULL ? 0 : 1) ||
+            em_buf_json(k, l[j].name) || em_buf_put(k, ":", 1) ||
+            em_buf_json(k, l[j].value))
+            rc = EMBER_ENOMEM;
+    if (rc == EMBER_OK)
+        rc = em_buf_put(k, "}", 2);     /* and a NUL */
+    return rc == EMBER_OK ? EMBER_OK : em_err(EMBER_ENOMEM, "out of memory");
+}
+
+/* Adds to SET the label sets of the series MATCH selects in [FROM, TO]:
+** the series of total(MATCH), one per stored series. */
+static int series_rows(ember_db *db, const char *match, int64_t from,
+                       int64_t to, em_strset *set)
+{
+    ember_query_opts o = { .sz = sizeof o, .from_ms = from, .to_ms = to };
+    ember_result *r = NULL;
+    em_buf k = { 0 };
+    char *text = NULL;
+    int rc = EMBER_OK;
+
+    if (asprintf(&text, "total(%s)", match) < 0)
+        return em_err(EMBER_ENOMEM, "out of memory for a query");
+    if ((rc = ember_query(db, text, &o, &r)) != EMBER_OK)
+        rc = em_err_prefix(rc, "match[]=%s", match);
+    for (size_t i = 0; rc == EMBER_OK && i < ember_result_series_count(r);
+         i++) {
+        k.len = 0;
+        if ((rc = series_object(r, i, &k)) == EMBER_OK)
+            rc = em_strset_add(set, (const char *)k.p);
+    }
+    em_buf_free(&k);
+    ember_result_free(r);
+    free(text);
+    return rc;
+}
+
+static int h_series(em_req *rq, em_resp *rs)
+{
+    const char *match[MAX_MATCH];
+    size_t nmatch = em_req_params(rq, "match[]", match, MAX_MATCH);
+    int64_t from, to;
+    bool bad = false;
+    em_strset set = { 0 };
+    int rc = EMBER_OK;
+
+    if ((rc = param_time(rq, rs, "start", &from, &bad)) != EMBER_OK || bad ||
+        (rc = param_time(rq, rs, "end", &to, &bad)) != EMBER_OK || bad)
+        return rc;
+    if (nmatch == 0)
+        return em_resp_error(rs, 400, "bad_data", "match[]: at least one "
+                             "selector is needed");
+    for (size_t i = 0; i < nmatch && rc == EMBER_OK; i++)
+        rc = series_rows(rq->srv->db, match[i], from, to, &set);
+    em_strset_sort(&set);
+    if (rc == EMBER_OK)
+        rc = json_begin(rs);
+    for (size_t i = 0; i < set.n && rc == EMBER_OK; i++)
+        rc = em_resp_text(rs, i == 0 ? "[" : ",") ||
+             em_resp_text(rs, set.v[i]) ? EMBER_ENOMEM : EMBER_OK;
+    if (rc == EMBER_OK)
+        rc = em_resp_text(rs, set.n == 0 ? "[]" : "]");
+    if (rc == EMBER_OK)
+        rc = json_end(rs);
+    em_strset_free(&set);
+    return rc == EMBER_OK ? EMBER_OK : em_resp_ember(rs, rc);
+}
+
 /* ---- /api/v1/status ------------------------------------------------------------ */
 
 static int status_json(em_resp *rs, const em_server *s, const ember_stats *st)
@@ -510,6 +599,8 @@ const em_route em_routes[] = {
     { "/api/v1/label/*/values", EM_GET, h_label_values, false,
       EM_BODY_FORM, false },
     { "/api/v1/types", EM_GET | EM_POST, h_types, false, EM_BODY_FORM,
+      false },
+    { "/api/v1/series", EM_GET | EM_POST, h_series, false, EM_BODY_FORM,
       false },
     { "/api/v1/import", EM_POST, h_import, false, EM_BODY_RAW, false },
     { "/api/v1/status", EM_GET, h_status, false, EM_BODY_FORM, false },

@@ -106,6 +106,17 @@ after=$(curl -s "$(url /api/v1/status)" | sed 's/.*"samples":\([0-9]*\).*/\1/')
 [ "$(curl -s -G --data-urlencode 'match[]={service="cli"}' --data-urlencode 'match[]={service="http"}' \
   "$(url /api/v1/label/service/values)")" = '{"status":"success","data":["cli","http"]}' ] || fail "values, two match[]"
 curl -s "$(url /api/v1/types)" | grep -q 'collapsed:samples:count' || fail "types"
+# series: the label sets match[] selects, each with its type as __type__:
+# every one of service cli, their types what the CLI lists for it
+curl -s -G --data-urlencode 'match[]={service="cli"}' "$(url /api/v1/series)" |
+  python3 -c 'import json, sys
+d = json.load(sys.stdin)["data"]
+assert d and all(s["service"] == "cli" for s in d), d
+print("\n".join(sorted({s["__type__"] for s in d})))' > "$tmp/series_types" ||
+  fail "series: $(curl -s -G --data-urlencode 'match[]={service="cli"}' "$(url /api/v1/series)")"
+$EMBER query -d "$db" -o csv 'profile_types({service="cli"})' | tail -n +2 | LC_ALL=C sort > "$tmp/cli_types"
+cmp -s "$tmp/series_types" "$tmp/cli_types" || fail "series types differ from the CLI's"
+status 400 "$(url /api/v1/series)"
 
 # errors: each status with a JSON body naming what
 status 400 -G --data-urlencode 'query=merge({' "$(url /api/v1/query)"
