@@ -42,7 +42,7 @@ DEB_PKGS := build-essential pkg-config clang liblmdb-dev libzstd-dev \
             protobuf-c-compiler golang-go linux-perf libedit-dev libbsd-dev \
             libncurses-dev libmd-dev \
             libbpf-dev bpftool libdw-dev libelf-dev \
-            libmicrohttpd-dev libcurl4-openssl-dev libjson-c-dev wrk nodejs \
+            libmicrohttpd-dev libcurl4-openssl-dev libjson-c-dev openssl wrk nodejs \
             python3-protobuf protobuf-compiler \
             chromium chromium-driver
 
