@@ -216,6 +216,24 @@ void em_strset_sort(em_strset *s)
     s->n = k;
 }
 
+/* The success answer whose data is SET, sorted, as a JSON array: of
+** strings, or of SET's own JSON texts when RAW. */
+static int set_answer(em_resp *rs, em_strset *set, bool raw)
+{
+    int rc;
+
+    em_strset_sort(set);
+    rc = json_begin(rs);
+    for (size_t i = 0; i < set->n && rc == EMBER_OK; i++)
+        rc = em_resp_text(rs, i == 0 ? "[" : ",") ||
+             (raw ? em_resp_text(rs, set->v[i])
+                  : em_buf_json(&rs->body, set->v[i])) ? EMBER_ENOMEM
+                                                       : EMBER_OK;
+    if (rc == EMBER_OK)
+        rc = em_resp_text(rs, set->n == 0 ? "[]" : "]");
+    return rc == EMBER_OK ? json_end(rs) : rc;
+}
+
 /* Adds the rows of the table query FN(NAME, SEL) to SET: SEL is a selector
 ** of the query language (match[]); one that does not parse, or that is
 ** more than a selector, is refused by the query's own checks. */
@@ -255,16 +273,7 @@ static int table_union(em_req *rq, em_resp *rs, const char *fn,
     for (size_t i = 0; i < (nmatch > 0 ? nmatch : 1) && rc == EMBER_OK; i++)
         rc = table_rows(rq->srv->db, fn, nmatch > 0 ? match[i] : NULL, name,
                         &set);
-    em_strset_sort(&set);
-    if (rc == EMBER_OK)
-        rc = json_begin(rs);
-    for (size_t i = 0; i < set.n && rc == EMBER_OK; i++)
-        rc = em_buf_put(&rs->body, i == 0 ? "[" : ",", 1) ||
-             em_buf_json(&rs->body, set.v[i]) ? EMBER_ENOMEM : EMBER_OK;
-    if (rc == EMBER_OK)
-        rc = em_resp_text(rs, set.n == 0 ? "[]" : "]");
-    if (rc == EMBER_OK)
-        rc = json_end(rs);
+    rc = rc == EMBER_OK ? set_answer(rs, &set, false) : rc;
     em_strset_free(&set);
     return rc == EMBER_OK ? EMBER_OK : em_resp_ember(rs, rc);
 }
@@ -359,16 +368,7 @@ static int h_series(em_req *rq, em_resp *rs)
                              "selector is needed");
     for (size_t i = 0; i < nmatch && rc == EMBER_OK; i++)
         rc = series_rows(rq->srv->db, match[i], from, to, &set);
-    em_strset_sort(&set);
-    if (rc == EMBER_OK)
-        rc = json_begin(rs);
-    for (size_t i = 0; i < set.n && rc == EMBER_OK; i++)
-        rc = em_resp_text(rs, i == 0 ? "[" : ",") ||
-             em_resp_text(rs, set.v[i]) ? EMBER_ENOMEM : EMBER_OK;
-    if (rc == EMBER_OK)
-        rc = em_resp_text(rs, set.n == 0 ? "[]" : "]");
-    if (rc == EMBER_OK)
-        rc = json_end(rs);
+    rc = rc == EMBER_OK ? set_answer(rs, &set, true) : rc;
     em_strset_free(&set);
     return rc == EMBER_OK ? EMBER_OK : em_resp_ember(rs, rc);
 }

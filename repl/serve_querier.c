@@ -488,24 +488,34 @@ static int select_query(ember_db *db, const char *id, const char *selector,
     return rc;
 }
 
+/* LV's levels as messages: *LP points at each of *LS (free both). */
+static int level_msgs(const em_levels *lv, Querier__V1__Level **ls,
+                      Querier__V1__Level ***lp)
+{
+    *ls = em_calloc(lv->nlevels + 1, sizeof **ls);
+    *lp = em_calloc(lv->nlevels + 1, sizeof **lp);
+    if (*ls == NULL || *lp == NULL)
+        return EMBER_ENOMEM;
+    for (size_t i = 0; i < lv->nlevels; i++) {
+        querier__v1__level__init(&(*ls)[i]);
+        (*ls)[i].values = lv->levels[i].values;
+        (*ls)[i].n_values = lv->levels[i].n;
+        (*lp)[i] = &(*ls)[i];
+    }
+    return EMBER_OK;
+}
+
 static int flame_reply(em_resp *rs, const em_levels *lv)
 {
     Querier__V1__SelectMergeStacktracesResponse r =
         QUERIER__V1__SELECT_MERGE_STACKTRACES_RESPONSE__INIT;
     Querier__V1__FlameGraph fg = QUERIER__V1__FLAME_GRAPH__INIT;
-    Querier__V1__Level *ls = em_calloc(lv->nlevels + 1, sizeof *ls);
-    Querier__V1__Level **lp = em_calloc(lv->nlevels + 1, sizeof *lp);
+    Querier__V1__Level *ls, **lp;
     int rc;
 
-    if (ls == NULL || lp == NULL) {
+    if (level_msgs(lv, &ls, &lp) != EMBER_OK) {
         rc = em_connect_error(rs, "unavailable", "out of memory");
         goto done;
-    }
-    for (size_t i = 0; i < lv->nlevels; i++) {
-        querier__v1__level__init(&ls[i]);
-        ls[i].values = lv->levels[i].values;
-        ls[i].n_values = lv->levels[i].n;
-        lp[i] = &ls[i];
     }
     fg.names = (char **)lv->names;
     fg.n_names = lv->nnames;
@@ -661,19 +671,12 @@ static int diff_reply(em_resp *rs, const em_levels *lv)
 {
     Querier__V1__DiffResponse r = QUERIER__V1__DIFF_RESPONSE__INIT;
     Querier__V1__FlameGraphDiff fg = QUERIER__V1__FLAME_GRAPH_DIFF__INIT;
-    Querier__V1__Level *ls = em_calloc(lv->nlevels + 1, sizeof *ls);
-    Querier__V1__Level **lp = em_calloc(lv->nlevels + 1, sizeof *lp);
+    Querier__V1__Level *ls, **lp;
     int rc;
 
-    if (ls == NULL || lp == NULL) {
+    if (level_msgs(lv, &ls, &lp) != EMBER_OK) {
         rc = em_connect_error(rs, "unavailable", "out of memory");
         goto done;
-    }
-    for (size_t i = 0; i < lv->nlevels; i++) {
-        querier__v1__level__init(&ls[i]);
-        ls[i].values = lv->levels[i].values;
-        ls[i].n_values = lv->levels[i].n;
-        lp[i] = &ls[i];
     }
     fg.names = (char **)lv->names;
     fg.n_names = lv->nnames;
