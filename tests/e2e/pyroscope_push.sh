@@ -12,28 +12,14 @@
 set -eu
 EMBER=${EMBER:-build/ember}
 PY=/usr/bin/python3         # Debian's, which python3-protobuf is for
-tmp=$(mktemp -d)
-pid=
-cleanup() {
-  [ -z "$pid" ] || kill "$pid" 2> /dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. tests/e2e/lib/serve.sh
+serve_init
 command -v protoc > /dev/null && $PY -c 'import google.protobuf' 2> /dev/null ||
   fail "protoc and python3-protobuf are missing (make deps installs them)"
 
 protoc --python_out="$tmp" -I. proto/profile.proto proto/pyroscope/*.proto
 db=$tmp/db
-$EMBER serve -d "$db" --listen tcp:0 2> "$tmp/log" &
-pid=$!
-port=
-for _ in $(seq 100); do
-  port=$(sed -n 's/.*listening on tcp:127.0.0.1:\([0-9]*\).*/\1/p' "$tmp/log" 2> /dev/null) || true
-  [ -n "$port" ] && break
-  sleep 0.05
-done
-[ -n "$port" ] || fail "the server did not start: $(cat "$tmp/log")"
+serve_start "$db" --listen tcp:0
 url=http://127.0.0.1:$port/push.v1.PusherService/Push
 push() { $PY tests/e2e/lib/pyroscope_push.py "$tmp" "$url" "$@"; }
 samples() { curl -s "http://127.0.0.1:$port/api/v1/status" | sed 's/.*"samples":\([0-9]*\).*/\1/'; }
@@ -90,9 +76,7 @@ CODEC=json query diff $id '{service_name="pushed",file="0"}' 0 $end \
   '{service_name="pushed",file="1"}' 0 $end > "$tmp/diff.json"
 cmp -s "$tmp/diff" "$tmp/diff.json" || fail "Diff as JSON differs"
 query bad | grep -q '^501 unimplemented$' || fail "an unserved method: $(query bad)"
-kill -TERM "$pid"
-wait "$pid" || fail "the server's exit status"
-pid=
+serve_stop
 
 # what was pushed is what the file holds: each push of cpu.pb.gz under
 # its series, the same stacks as an import of the file

@@ -7,35 +7,15 @@
 # server serves again once connections close.
 set -eu
 EMBER=${EMBER:-build/ember}
-tmp=$(mktemp -d)
-pid=
-cleanup() {
-  [ -z "$pid" ] || kill "$pid" 2> /dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. tests/e2e/lib/serve.sh
+serve_init
 ulimit -n 8192 2> /dev/null || true
 [ "$(ulimit -n)" -ge 2100 ] || { echo "serve_conns: skipped (ulimit -n $(ulimit -n))"; exit 0; }
 
 db=$tmp/db
 $EMBER import -d "$db" -l service=conns tests/data/pprof/cpu.pb.gz 2> /dev/null
-start() {  # start ARGS...: a server on a free port ($port, $pid)
-  $EMBER serve -d "$db" --listen tcp:0 --access-log off "$@" 2> "$tmp/log" &
-  pid=$!
-  port=
-  for _ in $(seq 200); do
-    port=$(sed -n 's/.*listening on tcp:127.0.0.1:\([0-9]*\).*/\1/p' "$tmp/log" 2> /dev/null) || true
-    [ -n "$port" ] && return 0
-    sleep 0.05
-  done
-  fail "the server did not start: $(cat "$tmp/log")"
-}
-stop() {
-  kill -TERM "$pid"
-  wait "$pid" || fail "the server's exit status"
-  pid=
-}
+start() { serve_start "$db" --listen tcp:0 --access-log off "$@"; }
+stop() { serve_stop; }
 
 start
 python3 tests/e2e/lib/many_conns.py 127.0.0.1 "$port" 1000 5 \

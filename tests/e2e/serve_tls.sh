@@ -7,14 +7,8 @@
 # without its key, stops the server from starting with a message.
 set -eu
 EMBER=${EMBER:-build/ember}
-tmp=$(mktemp -d)
-pid=
-cleanup() {
-  [ -z "$pid" ] || kill "$pid" 2> /dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. tests/e2e/lib/serve.sh
+serve_init
 command -v openssl > /dev/null || fail "openssl is missing (make deps installs it)"
 
 openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 \
@@ -25,16 +19,8 @@ openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=other \
 db=$tmp/db
 sock=$tmp/ember.sock
 $EMBER import -d "$db" -l service=tls tests/data/pprof/cpu.pb.gz 2> /dev/null
-$EMBER serve -d "$db" --listen "unix:$sock" --listen tcp:0 \
-  --tls-cert "$tmp/cert.pem" --tls-key "$tmp/key.pem" 2> "$tmp/log" &
-pid=$!
-port=
-for _ in $(seq 200); do
-  port=$(sed -n 's/.*listening on tcp:127.0.0.1:\([0-9]*\).*/\1/p' "$tmp/log" 2> /dev/null) || true
-  [ -n "$port" ] && break
-  sleep 0.05
-done
-[ -n "$port" ] || fail "the server did not start: $(cat "$tmp/log")"
+serve_start "$db" --listen "unix:$sock" --listen tcp:0 \
+  --tls-cert "$tmp/cert.pem" --tls-key "$tmp/key.pem"
 grep -q "tcp:127.0.0.1:$port (TLS)" "$tmp/log" || fail "the log does not say TLS: $(cat "$tmp/log")"
 
 https=https://127.0.0.1:$port
@@ -49,9 +35,7 @@ q='process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta{service="tls"}'
 curl -s --cacert "$tmp/cert.pem" -G --data-urlencode "query=$q" -d format=top "$https/api/v1/query" > "$tmp/tls_top"
 $EMBER query -d "$db" -o top "$q" > "$tmp/cli_top"
 cmp -s "$tmp/tls_top" "$tmp/cli_top" || fail "top over TLS differs from the CLI's"
-kill -TERM "$pid"
-wait "$pid" || fail "the server's exit status"
-pid=
+serve_stop
 
 # a mismatched key, or a certificate alone, does not start
 $EMBER serve -d "$db" --listen tcp:0 --tls-cert "$tmp/cert.pem" \
