@@ -31,7 +31,7 @@ LDLIBS := -lbpf -ldw -lelf -llmdb -lzstd -lroaring -lprotobuf-c -ldeflate -lz \
 # short query's time. libroaring ships no archive; libember.so and the
 # tests link everything dynamically.
 CLI_STATIC := -lbpf -ldw -lelf -llmdb -lzstd -lprotobuf-c -ldeflate -lz \
-              -llzma -lbz2 -ledit -ltinfo -lbsd -lmd -ljson-c
+              -llzma -lbz2 -ledit -ltinfo -lbsd -lmd -ljson-c -lresolv
 CLI_DYNAMIC := -lroaring -lmicrohttpd -lcurl -lpthread -lm
 TEST_LDLIBS := -lcmocka
 
@@ -42,7 +42,7 @@ DEB_PKGS := build-essential pkg-config clang liblmdb-dev libzstd-dev \
             protobuf-c-compiler golang-go linux-perf libedit-dev libbsd-dev \
             libncurses-dev libmd-dev \
             libbpf-dev bpftool libdw-dev libelf-dev \
-            libmicrohttpd-dev libcurl4-openssl-dev libjson-c-dev wrk nodejs \
+            libmicrohttpd-dev libcurl4-openssl-dev libjson-c-dev openssl wrk nodejs \
             python3-protobuf protobuf-compiler \
             chromium chromium-driver
 

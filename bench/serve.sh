@@ -37,13 +37,9 @@ for f in "$ember" "$bs"; do
 done
 command -v wrk > /dev/null || die "wrk is missing: install wrk (make deps)"
 ulimit -n 8192 2> /dev/null || ulimit -n "$(ulimit -Hn)"
-tmp=$(mktemp -d)
-pid=
-cleanup() {
-    [ -z "$pid" ] || kill "$pid" 2> /dev/null || true
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
+EMBER=$ember
+. tests/e2e/lib/serve.sh
+serve_init
 
 data=$(sh bench/go600.sh "$build")
 files=$(ls "$data"/cpu-*.pb.gz)
@@ -52,22 +48,9 @@ avg=$((avg / 600))
 
 # serve DB: starts a server on a free port ($port, $pid)
 serve() {
-    $ember serve -d "$1" --listen tcp:0 --access-log off \
-        --max-connections 4096 2> "$tmp/log" &
-    pid=$!
-    port=
-    for _ in $(seq 200); do
-        port=$(sed -n 's/.*listening on tcp:127.0.0.1:\([0-9]*\).*/\1/p' "$tmp/log" 2> /dev/null) || true
-        [ -n "$port" ] && return 0
-        sleep 0.05
-    done
-    die "the server did not start: $(cat "$tmp/log")"
+    serve_start "$1" --listen tcp:0 --access-log off --max-connections 4096
 }
-unserve() {
-    kill -TERM "$pid"
-    wait "$pid" || die "the server's exit status"
-    pid=
-}
+unserve() { serve_stop; }
 # errors WRKOUT: socket errors plus non-2xx answers
 errors() {
     awk '/Socket errors/ { for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+,?$/) e += $i }

@@ -219,13 +219,21 @@ struct {
 /* Whether user space wants process events (set before load). */
 const volatile bool want_events = false;
 
+#define EM_PF_EXITING 0x00000004   /* include/linux/sched.h */
+
 /* Tells user space the first time TGID is sampled since its exec. A full
-** em_seen sends nothing: user space then captures at the drain. */
+** em_seen sends nothing: user space then captures at the drain. A thread
+** past exit_signals() is not announced: do_exit still runs, and may be
+** sampled, after sched_process_exit has forgotten the process, and the
+** process would be announced again after its exit. */
 static __always_inline void first_sample(__u32 tgid)
 {
+    struct task_struct *t = (struct task_struct *)bpf_get_current_task();
     __u8 one = 1;
 
     if (!want_events || bpf_map_lookup_elem(&em_seen, &tgid) != NULL)
+        return;
+    if (BPF_CORE_READ(t, flags) & EM_PF_EXITING)
         return;
     if (bpf_map_update_elem(&em_seen, &tgid, &one, BPF_NOEXIST) == 0)
         send_event(EM_BPF_PROC_SAMPLED, tgid);

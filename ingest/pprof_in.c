@@ -942,15 +942,12 @@ static int canon_labels(pctx *c, size_t si, size_t n, uint32_t *nset)
 /* Makes room for one more set: the array grows by doubling. */
 static int sets_reserve(pctx *c)
 {
-    if (c->nsets == c->cap_sets) {
-        size_t cap = c->cap_sets ? c->cap_sets * 2 : 32;
-        labset *np = em_realloc(c->set, cap * sizeof *np);
-        if (np == NULL)
-            return em_err(EMBER_ENOMEM, "%s: out of memory for %zu label "
-                          "sets", c->origin, cap);
-        c->set = np;
-        c->cap_sets = cap;
-    }
+    labset *np = em_grow(c->set, &c->cap_sets, c->nsets + 1, sizeof *np);
+
+    if (np == NULL)
+        return em_err(EMBER_ENOMEM, "%s: out of memory for %zu label sets",
+                      c->origin, c->nsets + 1);
+    c->set = np;
     return EMBER_OK;
 }
 

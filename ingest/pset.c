@@ -12,7 +12,6 @@
 #include "ingest/ingest_int.h"
 #include "ingest/pset.h"
 
-#define ARRAY_INITIAL 64
 #define BLOCK_MIN 4032              /* arena block payload: a page with
                                     ** its header, small files are many */
 #define PSET_MAX_ENTRIES ((size_t)UINT32_MAX - 1)
@@ -72,22 +71,15 @@ static const char *str_or_empty(const char *p)
 static int array_reserve(void **p, size_t *cap, size_t count, size_t size,
                          const char *what)
 {
-    size_t ncap;
     void *np;
 
     if (count >= PSET_MAX_ENTRIES)
         return em_err(EMBER_ELIMIT, "more than %zu %s in one input",
                       PSET_MAX_ENTRIES, what);
-    if (count < *cap)
-        return EMBER_OK;
-    ncap = *cap != 0 ? *cap * 2 : ARRAY_INITIAL;
-    if (ncap > SIZE_MAX / size)
-        return em_err(EMBER_ENOMEM, "out of memory for %zu %s", ncap, what);
-    np = em_realloc(*p, ncap * size);
-    if (np == NULL)
-        return em_err(EMBER_ENOMEM, "out of memory for %zu %s", ncap, what);
+    if ((np = em_grow(*p, cap, count + 1, size)) == NULL)
+        return em_err(EMBER_ENOMEM, "out of memory for %zu %s", count + 1,
+                      what);
     *p = np;
-    *cap = ncap;
     return EMBER_OK;
 }
 
@@ -389,17 +381,14 @@ static bool stack_eq(const stack_key *b, uint32_t idx)
 /* Appends N location indexes to the pool. */
 static int pool_append(em_pset *s, const uint32_t *locs, size_t n)
 {
-    if (s->npool + n > s->cap_pool) {
-        size_t cap = s->cap_pool != 0 ? s->cap_pool : 1024;
-        uint32_t *np;
-        while (cap < s->npool + n)
-            cap *= 2;
-        np = em_realloc(s->pool, cap * sizeof *np);
+    uint32_t *np;
+
+    if (s->npool + n > s->cap_pool) {   /* a pool still NULL may stay so */
+        np = em_grow(s->pool, &s->cap_pool, s->npool + n, sizeof *np);
         if (np == NULL)
-            return em_err(EMBER_ENOMEM, "out of memory for %zu stack frames",
-                          cap);
+            return em_err(EMBER_ENOMEM, "out of memory for %zu stack "
+                          "frames", s->npool + n);
         s->pool = np;
-        s->cap_pool = cap;
     }
     if (n > 0)
         memcpy(s->pool + s->npool, locs, n * sizeof *locs);
@@ -736,14 +725,12 @@ static int base_remember(em_pset *s, const ember_label *base, size_t nbase)
         char *copy;
         if (base_name(s, base[i].name))
             continue;
-        if (s->nbase == s->cap_base) {
-            size_t cap = s->cap_base ? s->cap_base * 2 : 8;
-            const char **v = em_realloc(s->base, cap * sizeof *v);
-            if (v == NULL)
-                return em_err(EMBER_ENOMEM, "import: %zu label names", cap);
-            s->base = v;
-            s->cap_base = cap;
-        }
+        const char **v = em_grow(s->base, &s->cap_base, s->nbase + 1,
+                                 sizeof *v);
+        if (v == NULL)
+            return em_err(EMBER_ENOMEM, "import: %zu label names",
+                          s->nbase + 1);
+        s->base = v;
         if ((copy = arena_alloc(s, len + 1)) == NULL)
             return EMBER_ENOMEM;
         memcpy(copy, base[i].name, len + 1);

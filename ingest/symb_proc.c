@@ -357,6 +357,7 @@ static int map_add(em_symbolizer *s, em_symb_proc *p, size_t *cap,
                    const em_symb_maps_line *ml, char *path)
 {
     em_symb_map m = { ml->start, ml->end, ml->pgoff, 0, NULL, NULL };
+    em_symb_map *nm;
     int rc = EMBER_OK;
 
     cut_deleted(path);
@@ -373,17 +374,12 @@ static int map_add(em_symbolizer *s, em_symb_proc *p, size_t *cap,
     if (m.file == NULL &&
         (m.name = em_strdup(path[0] != '\0' ? path : "[anon]")) == NULL)
         return em_err(EMBER_ENOMEM, "symbolize: out of memory for a name");
-    if (p->nmaps == *cap) {
-        size_t nc = *cap == 0 ? 16 : *cap * 2;
-        em_symb_map *nm = em_realloc(p->maps, nc * sizeof *nm);
-        if (nm == NULL) {
-            em_free(m.name);
-            return em_err(EMBER_ENOMEM, "symbolize: out of memory for %zu "
-                          "mappings", nc);
-        }
-        p->maps = nm;
-        *cap = nc;
+    if ((nm = em_grow(p->maps, cap, p->nmaps + 1, sizeof *nm)) == NULL) {
+        em_free(m.name);
+        return em_err(EMBER_ENOMEM, "symbolize: out of memory for %zu "
+                      "mappings", p->nmaps + 1);
     }
+    p->maps = nm;
     if (m.file != NULL) {
         m.file->refs++;
         m.name = m.file->path;

@@ -79,15 +79,12 @@ static int cgen_add(em_symb_cgen *g, uint64_t h, const em_symb_centry *e)
     struct em_hslot *sl;
     bool found;
 
-    if (g->n == g->cap) {
-        size_t nc = g->cap == 0 ? 256 : g->cap * 2;
-        em_symb_centry *ne = em_realloc(g->ents, nc * sizeof *ne);
-        if (ne == NULL)
-            return em_err(EMBER_ENOMEM, "symbolize: out of memory for a "
-                          "cache of %zu", nc);
-        g->ents = ne;
-        g->cap = nc;
-    }
+    em_symb_centry *ne = em_grow(g->ents, &g->cap, g->n + 1, sizeof *ne);
+
+    if (ne == NULL)
+        return em_err(EMBER_ENOMEM, "symbolize: out of memory for a cache "
+                      "of %zu", g->n + 1);
+    g->ents = ne;
     k.ents = g->ents;           /* where they are after growing */
     if ((sl = cgen_ix_insert(&g->index, h, &k, &found)) == NULL)
         return EMBER_ENOMEM;

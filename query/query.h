@@ -485,11 +485,12 @@ int em_result_decode(const void *buf, size_t len, ember_result **out);
 /* ---- flame graph levels (query/render_levels.c) ---------------------------- */
 
 /* One depth of a flame graph: 4 integers a node (x offset from the end of
-** the node before it, total, self, index into names). */
+** the node before it, total, self, index into names), or for a diff 7
+** (base x offset, total, self, target x offset, total, self, index). */
 typedef struct em_level {
     int64_t *values;
     size_t n;
-    int64_t end;                /* where the last node ends */
+    int64_t end, end_base;      /* where the last node ends (target, base) */
 } em_level;
 
 /* A profile as Pyroscope's flame graph levels; names point into the
@@ -499,12 +500,15 @@ typedef struct em_levels {
     size_t nnames, cap_names;
     em_level *levels;
     size_t nlevels;
-    int64_t total, max_self;
+    int64_t total, max_self;    /* a diff's total: base's plus target's */
+    bool diff;                  /* 7 integers a node */
+    int64_t base_total, target_total;   /* a diff's two totals */
 } em_levels;
 
 /* Lays P out as levels, root "total" first, children by name; MAX_NODES
-** > 0 cuts nodes below the MAX_NODES-th largest total into an "other" node
-** per parent. EMBER_EINVAL for a diff. Free with em_levels_free. */
+** > 0 cuts nodes below the MAX_NODES-th largest total (a diff: the larger
+** of its two) into an "other" node per parent. A diff profile gives a
+** diff's levels (Pyroscope's FlameGraphDiff). Free with em_levels_free. */
 int em_levels_build(const em_rprofile *p, int64_t max_nodes, em_levels *out);
 void em_levels_free(em_levels *l);
 

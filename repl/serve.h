@@ -26,6 +26,7 @@
 #include <sys/socket.h>
 
 #include <microhttpd.h>
+#include <protobuf-c/protobuf-c.h>
 
 #include "engine/engine.h"
 #include "repl/cli.h"
@@ -151,17 +152,33 @@ void em_strset_free(em_strset *s);
 /* Pyroscope's POST /ingest (serve_pyroscope.c). */
 int em_h_ingest(em_req *rq, em_resp *rs);
 
+/* ---- serve_pbjson.c: protobuf's JSON mapping ------------------------- */
+
+/* JSON's N bytes as the wire bytes of message D, appended to OUT. */
+int em_pbjson_decode(const ProtobufCMessageDescriptor *d, const char *json,
+                     size_t n, em_buf *out);
+/* Message D's wire bytes P as JSON (one line), appended to OUT. */
+int em_pbjson_encode(const ProtobufCMessageDescriptor *d, const uint8_t *p,
+                     size_t n, em_buf *out);
+
 /* ---- serve_connect.c: Connect unary calls ------------------------------ */
 
 /* A Connect error answer: {"code":CODE,"message":MSG} with CODE's status. */
 int em_connect_error(em_resp *rs, const char *code, const char *msg);
 /* The Connect error answer for RC, an Ember code, with its message. */
 int em_connect_ember(em_resp *rs, int rc);
-/* The request's message bytes (gunzipped per Content-Encoding: *OWNED
-** then holds them, em_free it); a non-protobuf body is answered here
-** (rs->status is no longer 200). */
-int em_connect_body(em_req *rq, em_resp *rs, const uint8_t **p, size_t *n,
-                    void **owned);
+/* One Connect method: its request and answer messages, and RUN, which
+** takes the request's protobuf bytes and answers in protobuf. */
+typedef struct em_connect_method {
+    const char *name;
+    const ProtobufCMessageDescriptor *in, *out;
+    int (*run)(em_req *rq, em_resp *rs, const uint8_t *p, size_t n);
+} em_connect_method;
+
+/* Calls M on the request: the body gunzipped per Content-Encoding, a JSON
+** body made protobuf for M->run, and its answer made JSON again. A body
+** that is neither is answered here. */
+int em_connect_call(em_req *rq, em_resp *rs, const em_connect_method *m);
 /* The Connect code of a status the server decided before the handler. */
 const char *em_connect_code(unsigned status);
 /* Pyroscope's POST /push.v1.PusherService/Push. */

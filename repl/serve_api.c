@@ -220,6 +220,24 @@ void em_strset_sort(em_strset *s)
     s->n = k;
 }
 
+/* The success answer whose data is SET, sorted, as a JSON array: of
+** strings, or of SET's own JSON texts when RAW. */
+static int set_answer(em_resp *rs, em_strset *set, bool raw)
+{
+    int rc;
+
+    em_strset_sort(set);
+    rc = json_begin(rs);
+    for (size_t i = 0; i < set->n && rc == EMBER_OK; i++)
+        rc = em_resp_text(rs, i == 0 ? "[" : ",") ||
+             (raw ? em_resp_text(rs, set->v[i])
+                  : em_buf_json(&rs->body, set->v[i])) ? EMBER_ENOMEM
+                                                       : EMBER_OK;
+    if (rc == EMBER_OK)
+        rc = em_resp_text(rs, set->n == 0 ? "[]" : "]");
+    return rc == EMBER_OK ? json_end(rs) : rc;
+}
+
 /* Adds the rows of the table query FN(NAME, SEL) to SET: SEL is a selector
 ** of the query language (match[]); one that does not parse, or that is
 ** more than a selector, is refused by the query's own checks. */
@@ -259,16 +277,7 @@ static int table_union(em_req *rq, em_resp *rs, const char *fn,
     for (size_t i = 0; i < (nmatch > 0 ? nmatch : 1) && rc == EMBER_OK; i++)
         rc = table_rows(rq->srv->db, fn, nmatch > 0 ? match[i] : NULL, name,
                         &set);
-    em_strset_sort(&set);
-    if (rc == EMBER_OK)
-        rc = json_begin(rs);
-    for (size_t i = 0; i < set.n && rc == EMBER_OK; i++)
-        rc = em_buf_put(&rs->body, i == 0 ? "[" : ",", 1) ||
-             em_buf_json(&rs->body, set.v[i]) ? EMBER_ENOMEM : EMBER_OK;
-    if (rc == EMBER_OK)
-        rc = em_resp_text(rs, set.n == 0 ? "[]" : "]");
-    if (rc == EMBER_OK)
-        rc = json_end(rs);
+    rc = rc == EMBER_OK ? set_answer(rs, &set, false) : rc;
     em_strset_free(&set);
     return rc == EMBER_OK ? EMBER_OK : em_resp_ember(rs, rc);
 }
@@ -286,6 +295,86 @@ static int h_label_values(em_req *rq, em_resp *rs)
 static int h_types(em_req *rq, em_resp *rs)
 {
     return table_union(rq, rs, "profile_types", NULL);
+}
+
+/* ---- /api/v1/series --------------------------------------------------------- */
+
+/* Series I of R as one JSON object into K: its labels, and "__type__"
+** first when they lack it (the series do not differ in it). */
+static int series_object(const ember_result *r, size_t i, em_buf *k)
+{
+    const ember_label *l;
+    const int64_t *times;
+    const double *values;
+    size_t nl, n;
+    const char *type = ember_result_type(r);
+    int rc = em_buf_put(k, "{", 1);
+
+    ember_result_series(r, i, &l, &nl, &times, &values, &n);
+    for (size_t j = 0; j < nl; j++)
+        if (strcmp(l[j].name, "__type__") == 0)
+            type = NULL;                /* the series carry their own */
+    if (type != NULL && (em_buf_json(k, "__type__") ||
+                         em_buf_put(k, ":", 1) || em_buf_json(k, type)))
+        rc = EMBER_ENOMEM;
+    for (size_t j = 0; j < nl && rc == EMBER_OK; j++)
+        if (em_buf_put(k, j == 0 && type == NULL ? "" : ",",
+                       j == 0 && type == NULL ? 0 : 1) ||
+            em_buf_json(k, l[j].name) || em_buf_put(k, ":", 1) ||
+            em_buf_json(k, l[j].value))
+            rc = EMBER_ENOMEM;
+    if (rc == EMBER_OK)
+        rc = em_buf_put(k, "}", 2);     /* and a NUL */
+    return rc == EMBER_OK ? EMBER_OK : em_err(EMBER_ENOMEM, "out of memory");
+}
+
+/* Adds to SET the label sets of the series MATCH selects in [FROM, TO]:
+** the series of total(MATCH), one per stored series. */
+static int series_rows(ember_db *db, const char *match, int64_t from,
+                       int64_t to, em_strset *set)
+{
+    ember_query_opts o = { .sz = sizeof o, .from_ms = from, .to_ms = to };
+    ember_result *r = NULL;
+    em_buf k = { 0 };
+    char *text = NULL;
+    int rc = EMBER_OK;
+
+    if (asprintf(&text, "total(%s)", match) < 0)
+        return em_err(EMBER_ENOMEM, "out of memory for a query");
+    if ((rc = ember_query(db, text, &o, &r)) != EMBER_OK)
+        rc = em_err_prefix(rc, "match[]=%s", match);
+    for (size_t i = 0; rc == EMBER_OK && i < ember_result_series_count(r);
+         i++) {
+        k.len = 0;
+        if ((rc = series_object(r, i, &k)) == EMBER_OK)
+            rc = em_strset_add(set, (const char *)k.p);
+    }
+    em_buf_free(&k);
+    ember_result_free(r);
+    free(text);
+    return rc;
+}
+
+static int h_series(em_req *rq, em_resp *rs)
+{
+    const char *match[MAX_MATCH];
+    size_t nmatch = em_req_params(rq, "match[]", match, MAX_MATCH);
+    int64_t from, to;
+    bool bad = false;
+    em_strset set = { 0 };
+    int rc = EMBER_OK;
+
+    if ((rc = param_time(rq, rs, "start", &from, &bad)) != EMBER_OK || bad ||
+        (rc = param_time(rq, rs, "end", &to, &bad)) != EMBER_OK || bad)
+        return rc;
+    if (nmatch == 0)
+        return em_resp_error(rs, 400, "bad_data", "match[]: at least one "
+                             "selector is needed");
+    for (size_t i = 0; i < nmatch && rc == EMBER_OK; i++)
+        rc = series_rows(rq->srv->db, match[i], from, to, &set);
+    rc = rc == EMBER_OK ? set_answer(rs, &set, true) : rc;
+    em_strset_free(&set);
+    return rc == EMBER_OK ? EMBER_OK : em_resp_ember(rs, rc);
 }
 
 /* ---- /api/v1/status ------------------------------------------------------------ */
@@ -516,6 +605,8 @@ const em_route em_routes[] = {
     { "/api/v1/label/*/values", EM_GET, h_label_values, false,
       EM_BODY_FORM, false },
     { "/api/v1/types", EM_GET | EM_POST, h_types, false, EM_BODY_FORM,
+      false },
+    { "/api/v1/series", EM_GET | EM_POST, h_series, false, EM_BODY_FORM,
       false },
     { "/api/v1/import", EM_POST, h_import, false, EM_BODY_RAW, false },
     { "/api/v1/status", EM_GET, h_status, false, EM_BODY_FORM, false },

@@ -1,10 +1,12 @@
 /*
 ** repl/serve_connect.c: the Connect protocol's unary calls, as Pyroscope's
 ** APIs use them (connectrpc.com): POST /package.Service/Method, the bare
-** message as the body (Content-Type application/proto, optionally
-** Content-Encoding gzip), the reply message as the answer, and errors as
-** {"code":"invalid_argument","message":"..."} with the status that code
-** maps to. Then Pyroscope's push, the first method served here.
+** message as the body (Content-Type application/proto, or
+** application/json in protobuf's JSON mapping through serve_pbjson.c;
+** optionally Content-Encoding gzip), the reply message as the answer in
+** the request's encoding, and errors as {"code":"invalid_argument",
+** "message":"..."} with the status that code maps to. Then Pyroscope's
+** push, the first method served here.
 */
 #include <string.h>
 #include <strings.h>
@@ -70,10 +72,10 @@ int em_connect_ember(em_resp *rs, int rc)
                                                    : ember_strerror(rc));
 }
 
-/* The request's message bytes, gunzipped when Content-Encoding says so
-** (*OWNED then holds them, for the caller to free). */
-int em_connect_body(em_req *rq, em_resp *rs, const uint8_t **p, size_t *n,
-                    void **owned)
+/* The request's bytes, gunzipped when Content-Encoding says so (*OWNED
+** then holds them, for the caller to free); *JSON says which codec. */
+static int call_body(em_req *rq, em_resp *rs, const uint8_t **p, size_t *n,
+                     void **owned, bool *json)
 {
     const char *ct = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND,
                                                  MHD_HTTP_HEADER_CONTENT_TYPE);
@@ -84,13 +86,11 @@ int em_connect_body(em_req *rq, em_resp *rs, const uint8_t **p, size_t *n,
     *owned = NULL;
     *p = b->p;
     *n = b->len;
-    if (ct != NULL && strncasecmp(ct, "application/json", 16) == 0)
-        return em_connect_error(rs, "unimplemented", "application/json "
-                                "bodies are not taken yet: send "
-                                "application/proto");
-    if (ct == NULL || strncasecmp(ct, "application/proto", 17) != 0)
+    *json = ct != NULL && strncasecmp(ct, "application/json", 16) == 0;
+    if (!*json && (ct == NULL || strncasecmp(ct, "application/proto", 17)))
         return em_connect_error(rs, "invalid_argument", "Content-Type: "
-                                "expected application/proto");
+                                "expected application/proto or "
+                                "application/json");
     if (ce != NULL && strcasecmp(ce, "identity") != 0) {
         size_t len;
         if (strcasecmp(ce, "gzip") != 0)
@@ -103,6 +103,65 @@ int em_connect_body(em_req *rq, em_resp *rs, const uint8_t **p, size_t *n,
         *n = len;
     }
     return EMBER_OK;
+}
+
+/* A JSON request made the wire bytes of message IN, into WIRE. */
+static int call_from_json(em_resp *rs, const ProtobufCMessageDescriptor *in,
+                          const uint8_t *p, size_t n, em_buf *wire)
+{
+    int rc = em_pbjson_decode(in, (const char *)p, n, wire);
+
+    if (rc == EMBER_OK)
+        return EMBER_OK;
+    return em_connect_error(rs, rc == EMBER_ENOMEM ? "unavailable"
+                                                   : "invalid_argument",
+                            ember_errmsg(NULL));
+}
+
+/* A successful binary answer of message OUT rewritten as JSON. */
+static int call_to_json(em_resp *rs, const ProtobufCMessageDescriptor *out)
+{
+    em_buf json = { 0 };
+    int rc;
+
+    if (rs->status != 200 || rs->ctype == NULL ||
+        strcmp(rs->ctype, "application/proto") != 0)
+        return EMBER_OK;                /* an error: already JSON */
+    if ((rc = em_pbjson_encode(out, rs->body.p, rs->body.len, &json)) !=
+        EMBER_OK) {
+        em_buf_free(&json);
+        return em_connect_ember(rs, rc);
+    }
+    em_buf_free(&rs->body);
+    rs->body = json;
+    rs->ctype = "application/json";
+    return EMBER_OK;
+}
+
+int em_connect_call(em_req *rq, em_resp *rs, const em_connect_method *m)
+{
+    const uint8_t *p;
+    void *owned = NULL;
+    em_buf wire = { 0 };
+    size_t n;
+    bool json;
+    int rc = call_body(rq, rs, &p, &n, &owned, &json);
+
+    if (rc != EMBER_OK || rs->status != 200)
+        goto done;
+    if (json) {
+        if ((rc = call_from_json(rs, m->in, p, n, &wire)) != EMBER_OK ||
+            rs->status != 200)
+            goto done;
+        p = wire.p;
+        n = wire.len;
+    }
+    if ((rc = m->run(rq, rs, p, n)) == EMBER_OK && json)
+        rc = call_to_json(rs, m->out);
+done:
+    em_buf_free(&wire);
+    em_free(owned);
+    return rc;
 }
 
 /* ---- push.v1.PusherService/Push ----------------------------------------- */
@@ -165,21 +224,11 @@ static int push_write(ember_db *db, const Push__V1__PushRequest *r)
     return rc;
 }
 
-int em_h_push(em_req *rq, em_resp *rs)
+static int push_run(em_req *rq, em_resp *rs, const uint8_t *p, size_t n)
 {
-    Push__V1__PushRequest *r;
-    const uint8_t *p;
-    void *owned = NULL;
-    size_t n;
+    Push__V1__PushRequest *r = push__v1__push_request__unpack(NULL, n, p);
     int rc;
 
-    if ((rc = em_connect_body(rq, rs, &p, &n, &owned)) != EMBER_OK ||
-        rs->status != 200) {
-        em_free(owned);
-        return rc;
-    }
-    r = push__v1__push_request__unpack(NULL, n, p);
-    em_free(owned);
     if (r == NULL)
         return em_connect_error(rs, "invalid_argument", "PushRequest: not "
                                 "a valid message");
@@ -189,4 +238,14 @@ int em_h_push(em_req *rq, em_resp *rs)
         return em_connect_ember(rs, rc);
     rs->ctype = "application/proto";    /* PushResponse{}: no bytes */
     return EMBER_OK;
+}
+
+int em_h_push(em_req *rq, em_resp *rs)
+{
+    static const em_connect_method push = {
+        "Push", &push__v1__push_request__descriptor,
+        &push__v1__push_response__descriptor, push_run
+    };
+
+    return em_connect_call(rq, rs, &push);
 }

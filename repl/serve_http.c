@@ -285,6 +285,18 @@ static void refuse(em_req *rq, unsigned status, const char *fmt, ...)
     va_end(ap);
 }
 
+
+/* The mark of a connection opened past --max-connections (its socket
+** context; NULL for the others). */
+static const char conn_over_mark = 1;
+
+static bool conn_over(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+    return ci != NULL && ci->socket_context == &conn_over_mark;
+}
 /* What the headers alone decide: route, token, connections, length. */
 static void req_check(em_req *rq)
 {
@@ -303,7 +315,7 @@ static void req_check(em_req *rq)
     else if (s->token != NULL && !rq->route->open && !token_ok(s, auth))
         refuse(rq, 401, "a bearer token is needed "
                "(Authorization: Bearer TOKEN)");
-    else if (atomic_load(&s->open_conns) > s->opts.max_conns)
+    else if (conn_over(rq->conn))
         refuse(rq, 503, "too many connections (the limit is %u)",
                s->opts.max_conns);
     else if (len != NULL && strtoull(len, NULL, 10) > s->opts.max_body)
@@ -575,9 +587,13 @@ void em_http_on_connection(void *cls, struct MHD_Connection *c,
 {
     em_server *s = cls;
 
-    (void)c, (void)socket_ctx;
+    (void)c;
     if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
-        atomic_fetch_add(&s->open_conns, 1);
+        /* Decided once, when the connection opens: the connections past
+        ** the limit are those refused, whatever order they ask in. */
+        unsigned n = atomic_fetch_add(&s->open_conns, 1) + 1;
+        *socket_ctx = n > s->opts.max_conns ? (void *)&conn_over_mark
+                                            : NULL;
         atomic_fetch_add(&s->conns_total, 1);
     } else {
         atomic_fetch_sub(&s->open_conns, 1);

@@ -3,7 +3,8 @@
 ** Pyroscope data source calls, as Connect unary calls with protobuf bodies
 ** (POST /querier.v1.QuerierService/METHOD; docs/protocol.md):
 ** ProfileTypes, LabelNames, LabelValues, Series, SelectMergeStacktraces
-** (the flame graph as levels) and SelectSeries (totals over time).
+** (the flame graph as levels), SelectMergeProfile (the merge as pprof),
+** SelectSeries (totals over time) and Diff (two flame graphs in one).
 **
 ** Pyroscope names a type by five parts, without Ember's ":delta": an ID is
 ** resolved to the stored type it names, the delta one when both exist.
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ingest/ingest.h"
 #include "query/query.h"
 #include "repl/serve.h"
 #include "proto/pyroscope/querier.pb-c.h"
@@ -486,24 +488,34 @@ static int select_query(ember_db *db, const char *id, const char *selector,
     return rc;
 }
 
+/* LV's levels as messages: *LP points at each of *LS (free both). */
+static int level_msgs(const em_levels *lv, Querier__V1__Level **ls,
+                      Querier__V1__Level ***lp)
+{
+    *ls = em_calloc(lv->nlevels + 1, sizeof **ls);
+    *lp = em_calloc(lv->nlevels + 1, sizeof **lp);
+    if (*ls == NULL || *lp == NULL)
+        return EMBER_ENOMEM;
+    for (size_t i = 0; i < lv->nlevels; i++) {
+        querier__v1__level__init(&(*ls)[i]);
+        (*ls)[i].values = lv->levels[i].values;
+        (*ls)[i].n_values = lv->levels[i].n;
+        (*lp)[i] = &(*ls)[i];
+    }
+    return EMBER_OK;
+}
+
 static int flame_reply(em_resp *rs, const em_levels *lv)
 {
     Querier__V1__SelectMergeStacktracesResponse r =
         QUERIER__V1__SELECT_MERGE_STACKTRACES_RESPONSE__INIT;
     Querier__V1__FlameGraph fg = QUERIER__V1__FLAME_GRAPH__INIT;
-    Querier__V1__Level *ls = em_calloc(lv->nlevels + 1, sizeof *ls);
-    Querier__V1__Level **lp = em_calloc(lv->nlevels + 1, sizeof *lp);
+    Querier__V1__Level *ls, **lp;
     int rc;
 
-    if (ls == NULL || lp == NULL) {
+    if (level_msgs(lv, &ls, &lp) != EMBER_OK) {
         rc = em_connect_error(rs, "unavailable", "out of memory");
         goto done;
-    }
-    for (size_t i = 0; i < lv->nlevels; i++) {
-        querier__v1__level__init(&ls[i]);
-        ls[i].values = lv->levels[i].values;
-        ls[i].n_values = lv->levels[i].n;
-        lp[i] = &ls[i];
     }
     fg.names = (char **)lv->names;
     fg.n_names = lv->nnames;
@@ -565,6 +577,170 @@ static int q_merge_stacktraces(em_req *rq, em_resp *rs, const uint8_t *p,
         rc = em_connect_ember(rs, rc);
     ember_result_free(res);
     querier__v1__select_merge_stacktraces_request__free_unpacked(r, NULL);
+    return rc;
+}
+
+/* ---- SelectMergeProfile: the merge as pprof ---------------------------------- */
+
+/* The merge of what R selects as pprof's bytes, not gzipped: a Connect
+** answer is the bare message. An unknown type is an empty profile. */
+static int merge_pprof(ember_db *db,
+                       const Querier__V1__SelectMergeProfileRequest *r,
+                       void **out, size_t *len)
+{
+    ember_query_opts o = { .sz = sizeof o, .from_ms = r->start,
+                           .to_ms = r->end };
+    ember_result *res = NULL;
+    char *type = NULL, *text = NULL;
+    const char *sel = r->label_selector[0] != '\0' ? r->label_selector
+                                                   : "{}";
+    int rc = type_resolve(db, r->profile_typeid, &type);
+
+    *out = NULL;
+    *len = 0;
+    if (rc == EMBER_OK && asprintf(&text, "%s%s",
+                                   type != NULL ? type
+                                   : "none:none:none:none:none", sel) < 0)
+        rc = em_err(EMBER_ENOMEM, "out of memory");
+    if (rc == EMBER_OK)
+        rc = em_query_run(db, text, &o, EM_QUERY_IDS_ONLY, &res);
+    if (rc == EMBER_OK && res->kind != EMBER_RESULT_PROFILE)
+        rc = em_err(EMBER_EINVAL, "the selector does not select a profile");
+    if (rc == EMBER_OK && res->ngroups == 1 && res->groups[0].pprof != NULL)
+        rc = em_gunzip(res->groups[0].pprof, res->groups[0].pprof_len,
+                       SIZE_MAX, out, len);
+    ember_result_free(res);
+    free(text);
+    em_free(type);
+    return rc;
+}
+
+static int q_merge_profile(em_req *rq, em_resp *rs, const uint8_t *p,
+                           size_t n)
+{
+    Querier__V1__SelectMergeProfileRequest *r =
+        querier__v1__select_merge_profile_request__unpack(NULL, n, p);
+    void *pb = NULL;
+    size_t len = 0;
+    int rc;
+
+    if (r == NULL)
+        return em_connect_error(rs, "invalid_argument", "SelectMergeProfile"
+                                "Request: not a valid message");
+    rc = merge_pprof(rq->srv->db, r, &pb, &len);
+    querier__v1__select_merge_profile_request__free_unpacked(r, NULL);
+    if (rc != EMBER_OK)
+        return em_connect_ember(rs, rc);
+    em_buf_free(&rs->body);
+    rs->body = (em_buf){ pb, len, len };
+    rs->ctype = "application/proto";
+    return EMBER_OK;
+}
+
+/* ---- Diff: two flame graphs in one ----------------------------------------------- */
+
+/* One side of a diff as Ember's selector of R's range, "TYPE{...}[Dms] @
+** END", into W; an unknown type selects nothing. */
+static int diff_side(ember_db *db,
+                     const Querier__V1__SelectMergeStacktracesRequest *r,
+                     const char *side, em_buf *w)
+{
+    char *type = NULL, *text = NULL;
+    int rc;
+
+    if (r == NULL)
+        return em_err(EMBER_EINVAL, "%s: missing", side);
+    if (r->end <= r->start)
+        return em_err(EMBER_EINVAL, "%s: end %lld is not after start %lld",
+                      side, (long long)r->end, (long long)r->start);
+    if ((rc = type_resolve(db, r->profile_typeid, &type)) != EMBER_OK)
+        return rc;
+    if (asprintf(&text, "%s%s[%lldms] @ %lld",
+                 type != NULL ? type : "none:none:none:none:none",
+                 r->label_selector[0] != '\0' ? r->label_selector : "{}",
+                 (long long)(r->end - r->start), (long long)r->end) < 0)
+        rc = em_err(EMBER_ENOMEM, "out of memory");
+    else
+        rc = em_buf_put(w, text, strlen(text));
+    free(text);
+    em_free(type);
+    return rc;
+}
+
+static int diff_reply(em_resp *rs, const em_levels *lv)
+{
+    Querier__V1__DiffResponse r = QUERIER__V1__DIFF_RESPONSE__INIT;
+    Querier__V1__FlameGraphDiff fg = QUERIER__V1__FLAME_GRAPH_DIFF__INIT;
+    Querier__V1__Level *ls, **lp;
+    int rc;
+
+    if (level_msgs(lv, &ls, &lp) != EMBER_OK) {
+        rc = em_connect_error(rs, "unavailable", "out of memory");
+        goto done;
+    }
+    fg.names = (char **)lv->names;
+    fg.n_names = lv->nnames;
+    fg.levels = lp;
+    fg.n_levels = lv->nlevels;
+    fg.total = lv->total;
+    fg.max_self = lv->max_self;
+    fg.leftticks = lv->base_total;
+    fg.rightticks = lv->target_total;
+    r.flamegraph = &fg;
+    rc = reply(rs, &r.base);
+done:
+    em_free(ls);
+    em_free(lp);
+    return rc;
+}
+
+/* diff(LEFT, RIGHT) run as Ember's own query, laid out as levels. */
+static int diff_run(ember_db *db, const Querier__V1__DiffRequest *r,
+                    em_resp *rs)
+{
+    em_buf text = { 0 };
+    ember_result *res = NULL;
+    em_rprofile empty = { .diff = true };
+    em_levels lv;
+    int64_t max_nodes = MAX_NODES_DEFAULT;
+    int rc = em_buf_put(&text, "diff(", 5);
+
+    if (rc == EMBER_OK)
+        rc = diff_side(db, r->left, "left", &text);
+    if (rc == EMBER_OK && (rc = em_buf_put(&text, ", ", 2)) == EMBER_OK)
+        rc = diff_side(db, r->right, "right", &text);
+    if (rc == EMBER_OK)
+        rc = em_buf_put(&text, ")", 2);         /* and its NUL */
+    if (rc == EMBER_OK)
+        rc = ember_query(db, (const char *)text.p, NULL, &res);
+    if (rc == EMBER_OK && r->left->max_nodes > 0)
+        max_nodes = r->left->max_nodes < MAX_NODES_MAX ? r->left->max_nodes
+                                                       : MAX_NODES_MAX;
+    if (rc == EMBER_OK)
+        rc = em_levels_build(res->ngroups > 0 ? &res->groups[0].prof
+                                              : &empty, max_nodes, &lv);
+    em_buf_free(&text);
+    if (rc == EMBER_OK) {               /* names point into RES */
+        rc = diff_reply(rs, &lv);
+        em_levels_free(&lv);
+    } else {
+        rc = em_connect_ember(rs, rc);
+    }
+    ember_result_free(res);
+    return rc;
+}
+
+static int q_diff(em_req *rq, em_resp *rs, const uint8_t *p, size_t n)
+{
+    Querier__V1__DiffRequest *r = querier__v1__diff_request__unpack(NULL, n,
+                                                                    p);
+    int rc;
+
+    if (r == NULL)
+        return em_connect_error(rs, "invalid_argument", "DiffRequest: not a "
+                                "valid message");
+    rc = diff_run(rq->srv->db, r, rs);
+    querier__v1__diff_request__free_unpacked(r, NULL);
     return rc;
 }
 
@@ -705,34 +881,35 @@ static int q_select_series(em_req *rq, em_resp *rs, const uint8_t *p,
 
 /* ---- dispatch ---------------------------------------------------------------- */
 
-static const struct method {
-    const char *name;
-    int (*run)(em_req *rq, em_resp *rs, const uint8_t *p, size_t n);
-} methods[] = {
-    { "ProfileTypes", q_profile_types },
-    { "LabelNames", q_label_names },
-    { "LabelValues", q_label_values },
-    { "Series", q_series },
-    { "SelectMergeStacktraces", q_merge_stacktraces },
-    { "SelectSeries", q_select_series },
+#define METHOD(name, in, out, run) \
+    { name, &in##__descriptor, &out##__descriptor, run }
+
+static const em_connect_method methods[] = {
+    METHOD("ProfileTypes", querier__v1__profile_types_request,
+           querier__v1__profile_types_response, q_profile_types),
+    METHOD("LabelNames", types__v1__label_names_request,
+           types__v1__label_names_response, q_label_names),
+    METHOD("LabelValues", types__v1__label_values_request,
+           types__v1__label_values_response, q_label_values),
+    METHOD("Series", querier__v1__series_request,
+           querier__v1__series_response, q_series),
+    METHOD("SelectMergeStacktraces",
+           querier__v1__select_merge_stacktraces_request,
+           querier__v1__select_merge_stacktraces_response,
+           q_merge_stacktraces),
+    METHOD("SelectMergeProfile", querier__v1__select_merge_profile_request,
+           perftools__profiles__profile, q_merge_profile),
+    METHOD("SelectSeries", querier__v1__select_series_request,
+           querier__v1__select_series_response, q_select_series),
+    METHOD("Diff", querier__v1__diff_request, querier__v1__diff_response,
+           q_diff),
 };
 
 int em_h_querier(em_req *rq, em_resp *rs)
 {
-    const uint8_t *p;
-    void *owned = NULL;
-    size_t n;
-    int rc = EMBER_OK;
-
-    for (size_t i = 0; i < EM_ARRAY_LEN(methods); i++) {
-        if (strcmp(rq->seg, methods[i].name) != 0)
-            continue;
-        if ((rc = em_connect_body(rq, rs, &p, &n, &owned)) == EMBER_OK &&
-            rs->status == 200)
-            rc = methods[i].run(rq, rs, p, n);
-        em_free(owned);
-        return rc;
-    }
+    for (size_t i = 0; i < EM_ARRAY_LEN(methods); i++)
+        if (strcmp(rq->seg, methods[i].name) == 0)
+            return em_connect_call(rq, rs, &methods[i]);
     return em_connect_error(rs, "unimplemented", "querier.v1.QuerierService: "
                             "this method is not served");
 }

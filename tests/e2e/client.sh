@@ -11,43 +11,33 @@
 # commands and completes labels and values through the server.
 set -eu
 EMBER=${EMBER:-build/ember}
+. tests/e2e/lib/serve.sh
 data=tests/data
-tmp=$(mktemp -d)
-pid=
-cleanup() {
-  [ -z "$pid" ] || kill "$pid" 2> /dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; [ ! -f "$tmp/log" ] || tail -5 "$tmp/log" >&2; exit 1; }
+serve_init
 CPU=process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta
 ALLOC=memory:alloc_space:bytes:space:bytes
 local_db=$tmp/local
-db=$tmp/served
+served=$tmp/served
 sock=$tmp/s.sock
 
-# start ARGS...: a server on $db, $sock and a free TCP port ($port)
+# start ARGS...: a server on $served, $sock and a free TCP port ($port)
+# (the port is read again until it is there: serve_start may count the
+# tcp line before the server has written all of it)
 start() {
-  $EMBER serve -d "$db" --listen "unix:$sock" --listen tcp:0 "$@" 2> "$tmp/log" &
-  pid=$!
+  serve_start "$served" --listen "unix:$sock" --listen tcp:0 "$@"
   for _ in $(seq 100); do
-    port=$(sed -n 's/.*listening on tcp:127.0.0.1:\([0-9]*\).*/\1/p' "$tmp/log" 2> /dev/null) || true
-    [ -n "$port" ] && [ -S "$sock" ] && return 0
-    kill -0 "$pid" 2> /dev/null || fail "the server exited: $(cat "$tmp/log")"
+    [ -n "$port" ] && return 0
     sleep 0.05
+    port=$(sed -n 's/.*listening on tcp:[^ ]*:\([0-9]*\).*/\1/p' "$tmp/log" | head -1)
   done
-  fail "the server did not start: $(cat "$tmp/log")"
+  fail "no TCP port in the server's log: $(cat "$tmp/log")"
 }
-stop() {
-  kill -TERM "$pid"
-  wait "$pid" || fail "the server did not stop cleanly"
-  pid=
-}
+stop() { serve_stop; }
 # summary FILE: an import summary without its timings
 summary() { sed -n 's/ in [0-9.]* s (.*//p' "$1"; }
 
 # ---- import both ways ---------------------------------------------------------
-mkdir -p "$db"
+mkdir -p "$served"
 start
 st=0
 $EMBER import -d "$local_db" -l service=api $data/pprof > /dev/null 2> "$tmp/imp_d" || st=$?
@@ -112,7 +102,7 @@ if command -v go > /dev/null; then
 fi
 
 # ---- stats -------------------------------------------------------------------------
-$EMBER stats -d "$db" | sed -n '1,9p' > "$tmp/st_d"
+$EMBER stats -d "$served" | sed -n '1,9p' > "$tmp/st_d"
 $EMBER stats --server "unix:$sock" | sed -n '1,9p' > "$tmp/st_s"
 cmp -s "$tmp/st_d" "$tmp/st_s" || fail "stats differ: $(diff "$tmp/st_d" "$tmp/st_s")"
 grep -q '^series *[1-9]' "$tmp/st_s" || fail "stats over the server: $(cat "$tmp/st_s")"
@@ -133,7 +123,7 @@ st=0
 $EMBER query --server "ftp://x" "merge($CPU)" 2> "$tmp/e" || st=$?
 [ "$st" = 1 ] && grep -q 'expected unix:PATH' "$tmp/e" || fail "bad URL: $st $(cat "$tmp/e")"
 st=0
-$EMBER query -d "$db" --server "unix:$sock" "merge($CPU)" 2> "$tmp/e" || st=$?
+$EMBER query -d "$served" --server "unix:$sock" "merge($CPU)" 2> "$tmp/e" || st=$?
 [ "$st" = 2 ] || fail "-d with --server: status $st"
 
 # ---- the REPL: a script, and completion through the server ------------------------------

@@ -9,14 +9,8 @@
 set -eu
 EMBER=${EMBER:-build/ember}
 BUILD=${BUILD:-build}
-tmp=$(mktemp -d)
-pid=
-cleanup() {
-  [ -z "$pid" ] || kill "$pid" 2> /dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. tests/e2e/lib/serve.sh
+serve_init
 
 command -v node > /dev/null && command -v npm > /dev/null ||
   fail "node and npm are missing (make deps installs nodejs)"
@@ -32,23 +26,13 @@ if [ "$(cat "$node_dir/stamp" 2> /dev/null)" != "$stamp" ]; then
 fi
 
 db=$tmp/db
-$EMBER serve -d "$db" --listen tcp:0 2> "$tmp/log" &
-pid=$!
-port=
-for _ in $(seq 100); do
-  port=$(sed -n 's/.*listening on tcp:127.0.0.1:\([0-9]*\).*/\1/p' "$tmp/log" 2> /dev/null) || true
-  [ -n "$port" ] && break
-  sleep 0.05
-done
-[ -n "$port" ] || fail "the server did not start: $(cat "$tmp/log")"
+serve_start "$db" --listen tcp:0
 
 EMBER_URL=http://127.0.0.1:$port NODE_PATH=$node_dir/node_modules RUN_MS=3000 \
   node tests/node/app.js > "$tmp/node" 2>&1 || fail "the Node program: $(tail -5 "$tmp/node")"
 grep -q '"POST /ingest HTTP/1.1" 200 ' "$tmp/log" || fail "no ingest arrived: $(cat "$tmp/log")"
 ! grep -q '"POST /ingest HTTP/1.1" [45]' "$tmp/log" || fail "an ingest was refused: $(grep ' /ingest ' "$tmp/log")"
-kill -TERM "$pid"
-wait "$pid" || fail "the server's exit status"
-pid=
+serve_stop
 
 $EMBER query -d "$db" 'label_values(service_name)' | grep -qx nodeapp || fail "no service_name=nodeapp"
 $EMBER query -d "$db" 'label_values(env)' | grep -qx test || fail "the SDK's tag env=test is not a label"

@@ -9,35 +9,17 @@
 set -eu
 EMBER=${EMBER:-build/ember}
 data=tests/data
-tmp=$(mktemp -d)
-pid=
-cleanup() {
-  [ -z "$pid" ] || kill "$pid" 2> /dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; [ ! -f "$tmp/log" ] || tail -5 "$tmp/log" >&2; exit 1; }
+. tests/e2e/lib/serve.sh
+serve_init
 db=$tmp/db
 sock=$tmp/s.sock
 
 # start ARGS...: a server on $sock and a free TCP port ($port)
 start() {
-  $EMBER serve -d "$db" --listen "unix:$sock" --listen tcp:0 "$@" 2> "$tmp/log" &
-  pid=$!
-  for _ in $(seq 100); do
-    port=$(sed -n 's/.*listening on tcp:127.0.0.1:\([0-9]*\).*/\1/p' "$tmp/log" 2> /dev/null) || true
-    [ -n "$port" ] && [ -S "$sock" ] && return 0
-    kill -0 "$pid" 2> /dev/null || fail "the server exited: $(cat "$tmp/log")"
-    sleep 0.05
-  done
-  fail "the server did not start: $(cat "$tmp/log")"
+  serve_start "$db" --listen "unix:$sock" --listen tcp:0 "$@"
 }
 stop() {
-  kill -TERM "$pid"
-  st=0
-  wait "$pid" || st=$?
-  pid=
-  [ "$st" = 0 ] || fail "SIGTERM: exit status $st"
+  serve_stop
   grep -q "SIGTERM: stopping" "$tmp/log" || fail "no stop message"
   [ ! -e "$sock" ] || fail "the socket file was left behind"
 }
@@ -106,6 +88,17 @@ after=$(curl -s "$(url /api/v1/status)" | sed 's/.*"samples":\([0-9]*\).*/\1/')
 [ "$(curl -s -G --data-urlencode 'match[]={service="cli"}' --data-urlencode 'match[]={service="http"}' \
   "$(url /api/v1/label/service/values)")" = '{"status":"success","data":["cli","http"]}' ] || fail "values, two match[]"
 curl -s "$(url /api/v1/types)" | grep -q 'collapsed:samples:count' || fail "types"
+# series: the label sets match[] selects, each with its type as __type__:
+# every one of service cli, their types what the CLI lists for it
+curl -s -G --data-urlencode 'match[]={service="cli"}' "$(url /api/v1/series)" |
+  python3 -c 'import json, sys
+d = json.load(sys.stdin)["data"]
+assert d and all(s["service"] == "cli" for s in d), d
+print("\n".join(sorted({s["__type__"] for s in d})))' > "$tmp/series_types" ||
+  fail "series: $(curl -s -G --data-urlencode 'match[]={service="cli"}' "$(url /api/v1/series)")"
+$EMBER query -d "$db" -o csv 'profile_types({service="cli"})' | tail -n +2 | LC_ALL=C sort > "$tmp/cli_types"
+cmp -s "$tmp/series_types" "$tmp/cli_types" || fail "series types differ from the CLI's"
+status 400 "$(url /api/v1/series)"
 
 # errors: each status with a JSON body naming what
 status 400 -G --data-urlencode 'query=merge({' "$(url /api/v1/query)"

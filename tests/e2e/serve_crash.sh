@@ -9,14 +9,9 @@ set -eu
 EMBER=${EMBER:-build/ember}
 ROUNDS=${ROUNDS:-4}
 CLIENTS=64
-tmp=$(mktemp -d)
-pid=
-cleanup() {
-  [ -z "$pid" ] || kill -9 "$pid" 2> /dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+SERVE_KILL=9
+. tests/e2e/lib/serve.sh
+serve_init
 db=$tmp/db
 sock=$tmp/s.sock
 
@@ -35,10 +30,7 @@ client() {
 }
 
 for round in $(seq "$ROUNDS"); do
-  $EMBER serve -d "$db" --listen "unix:$sock" --access-log off 2> "$tmp/log" &
-  pid=$!
-  for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.05; done
-  [ -S "$sock" ] || fail "round $round: the server did not start: $(cat "$tmp/log")"
+  serve_start "$db" --listen "unix:$sock" --access-log off
   for c in $(seq "$CLIENTS"); do client "$round-$c" & done
   # let the pushes run, a different while each round
   sleep "0.$((3 + round * 2))"

@@ -12,24 +12,28 @@ usage: pyroscope_push.py GENDIR URL CASE PPROF...
     partial  a good sample, then one that is not a profile: 400
              invalid_argument, and nothing of the request stored
     garbage  bytes that are not a PushRequest: 400 invalid_argument
-    json     a JSON body: 501 unimplemented
+    json     the good request as JSON (protobuf's JSON mapping, by
+             Python's json_format), series service_name=pushed-json: 200
+    badjson  JSON that is not a PushRequest's: 400 invalid_argument
 Prints "STATUS BODY" of the answer.
 """
 import gzip
+import json
 import sys
 import urllib.error
 import urllib.request
 
 sys.path.insert(0, sys.argv[1])
+from google.protobuf import json_format  # noqa: E402
 from proto.pyroscope import push_pb2  # noqa: E402
 
 
-def request(files, junk=False):
+def message(files, junk=False, service="pushed"):
     req = push_pb2.PushRequest()
     for i, path in enumerate(files):
         s = req.series.add()
         for name, value in (("__name__", "process_cpu"),
-                            ("service_name", "pushed"),
+                            ("service_name", service),
                             ("file", str(i)), ("__delta__", "false")):
             lp = s.labels.add()
             lp.name, lp.value = name, value
@@ -40,7 +44,11 @@ def request(files, junk=False):
         lp = s.labels.add()
         lp.name, lp.value = "service_name", "pushed"
         s.samples.add(raw_profile=b"this is not a profile", ID="junk")
-    return req.SerializeToString()
+    return req
+
+
+def request(files, junk=False):
+    return message(files, junk).SerializeToString()
 
 
 def post(url, body, headers):
@@ -66,7 +74,13 @@ def main():
     elif case == "garbage":
         st, body = post(url, b"\xff\xff\xff\xff garbage", proto)
     elif case == "json":
-        st, body = post(url, b'{"series":[]}',
+        body = json_format.MessageToJson(message(files, service="pushed-json"))
+        st, body = post(url, body.encode(),
+                        {"Content-Type": "application/json"})
+        if st == 200:
+            json.loads(body)            # the answer is JSON too
+    elif case == "badjson":
+        st, body = post(url, b'{"series":[{"samples":[{"rawProfile":7}]}]}',
                         {"Content-Type": "application/json"})
     else:
         sys.exit("unknown case " + case)
