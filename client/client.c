@@ -2,8 +2,9 @@
 ** client/client.c: ember_client_*, the public API against a server
 ** (include/ember.h, docs/protocol.md). Each call is one request:
 **
-**   ember_client_query          GET /api/v1/query?format=result, decoded
-**                               by em_result_decode into a real result
+**   ember_client_query          POST /api/v1/query format=result (a form
+**                               body, as queries may be long), decoded by
+**                               em_result_decode into a real result
 **   ember_client_label_names    GET /api/v1/labels
 **   ember_client_label_values   GET /api/v1/label/NAME/values
 **   ember_client_profile_types  GET /api/v1/types
@@ -191,11 +192,26 @@ static int query_params(em_buf *b, const ember_query_opts *o)
     return rc;
 }
 
+/* POSTs the form in B ("?a=1&b=2", as em_http_param builds it) to PATH:
+** a query of any length fits a body, not always a URL. */
+static int post_form(ember_client *c, const char *path, const em_buf *b,
+                     em_http_resp *resp)
+{
+    int rc = em_http_do(c->http, path, b->p + 1, b->len - 1,
+                        "application/x-www-form-urlencoded", resp);
+
+    if (rc == EMBER_OK && (resp->status < 200 || resp->status > 299))
+        rc = em_client_answer_error(c, resp);
+    if (rc != EMBER_OK)
+        em_http_resp_free(resp);
+    return rc;
+}
+
 EMBER_API int ember_client_query(ember_client *c, const char *text,
                                  const ember_query_opts *opts,
                                  ember_result **out)
 {
-    em_buf path = { 0 };
+    em_buf form = { 0 };
     em_http_resp resp;
     int rc;
 
@@ -206,18 +222,17 @@ EMBER_API int ember_client_query(ember_client *c, const char *text,
     if (c == NULL || text == NULL)
         return em_err(EMBER_EINVAL, "ember_client_query: NULL %s",
                       c == NULL ? "client" : "query");
-    rc = em_buf_put(&path, "/api/v1/query", 13);
+    rc = em_http_param(&form, "format", "result");
     if (rc == EMBER_OK)
-        rc = em_http_param(&path, "query", text);
+        rc = em_http_param(&form, "query", text);
     if (rc == EMBER_OK)
-        rc = em_http_param(&path, "format", "result");
-    if (rc == EMBER_OK)
-        rc = query_params(&path, opts);
-    if (rc == EMBER_OK && (rc = get(c, &path, &resp)) == EMBER_OK) {
+        rc = query_params(&form, opts);
+    if (rc == EMBER_OK &&
+        (rc = post_form(c, "/api/v1/query", &form, &resp)) == EMBER_OK) {
         rc = em_result_decode(resp.body.p, resp.body.len, out);
         em_http_resp_free(&resp);
     }
-    em_buf_free(&path);
+    em_buf_free(&form);
     return rc;
 }
 

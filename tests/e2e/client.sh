@@ -93,6 +93,9 @@ for url in "unix:$sock" "http://127.0.0.1:$port"; do
     done
   done
 done
+# a query longer than a URL may be goes in a form body
+long=$(printf '%*s' 100000 '')
+same "unix:$sock" top "merge($CPU)$long"
 # the pprof over the server is a profile that decodes
 $EMBER query --server "unix:$sock" -o pprof --output-file "$tmp/cpu.pb.gz" "merge($CPU)"
 $EMBER import -d "$tmp/re" "$tmp/cpu.pb.gz" 2> "$tmp/re_log" || fail "pprof over the server does not decode: $(cat "$tmp/re_log")"
