@@ -23,8 +23,8 @@
 static int cmd_help(int argc, char **argv);
 
 const em_cmd em_commands[] = {
-    { "import", "-d DIR|--server URL [--format auto|pprof|collapsed|perf] [-l k=v]... "
-      "[--type T] [--name N] [--time T] [--window D] [--comm] "
+    { "import", "-d DIR|--server URL [--format auto|pprof|collapsed|perf] "
+      "[-l k=v]... [--type T] [--name N] [--time T] [--window D] [--comm] "
       "[--max-size N] [--numeric-labels drop|series] FILE|DIR...",
       "store profiles from pprof, perf script or collapsed files",
       "Reads each FILE (a directory is read recursively, in name order),\n"
@@ -52,7 +52,11 @@ const em_cmd em_commands[] = {
       "  --numeric-labels drop|series\n"
       "               pprof: numeric sample labels (Go's bytes) are\n"
       "               dropped, their samples summed (default), or become\n"
-      "               series labels\n",
+      "               series labels\n"
+      "  --server URL send each file to `ember serve` at unix:PATH or\n"
+      "               http(s)://HOST:PORT instead of -d DIR (not with\n"
+      "               --comm, --numeric-labels or --max-size)\n"
+      "  --token-file F, --ca-file F  the server's token; its certificate\n",
       em_cmd_import, true },
     { "record", "-d DIR [--duration 30s] [--frequency 19] [--pid PID] "
       "[--window 10s] [-l k=v]... [-v]",
@@ -119,7 +123,8 @@ const em_cmd em_commands[] = {
       "labels and values, and dot commands (.help lists them). When stdin\n"
       "is not a terminal it runs the statements it reads, one per line,\n"
       "and exits 1 if any failed: echo 'merge(cpu)' | ember repl -d DB.\n"
-      "docs/repl.md is the guide.\n",
+      "With --server URL (--token-file F, --ca-file F) it asks `ember\n"
+      "serve` instead, completion included. docs/repl.md is the guide.\n",
       em_cmd_repl, false },
     { "serve", "-d DIR [--listen unix:PATH|tcp:[ADDR:]PORT]... "
       "[--token-file F] [--tls-cert F --tls-key F] [--access-log F|-|off] "
@@ -216,7 +221,9 @@ int em_cli_args(const char *cmd, const char *dir, int argc, char **argv,
     int n = argc - optind;
 
     if (dir == NULL)
-        em_cli_fail(2, cmd, "missing -d DIR, the database directory");
+        em_cli_fail(2, cmd, "missing -d DIR, the database directory%s",
+                    c != NULL && strstr(c->usage, "--server") != NULL
+                        ? " (or --server URL)" : "");
     else if (n < min)
         em_cli_fail(2, cmd, "missing %s", what != NULL ? what + 1 : "an "
                     "argument");
