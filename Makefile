@@ -32,7 +32,7 @@ LDLIBS := -lbpf -ldw -lelf -llmdb -lzstd -lroaring -lprotobuf-c -ldeflate -lz \
 # tests link everything dynamically.
 CLI_STATIC := -lbpf -ldw -lelf -llmdb -lzstd -lprotobuf-c -ldeflate -lz \
               -llzma -lbz2 -ledit -ltinfo -lbsd -lmd -ljson-c -lresolv
-CLI_DYNAMIC := -lroaring -lmicrohttpd -lpthread -lm
+CLI_DYNAMIC := -lroaring -lpthread -lm
 TEST_LDLIBS := -lcmocka
 
 # Debian packages the build, tests, benchmarks and fuzzing need.
