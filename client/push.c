@@ -41,6 +41,7 @@
 
 struct ember_pusher {
     em_spool *spool;
+    char *url;                  /* as given, for messages */
     char *base;                 /* the URL before the target, no '/' */
     char *unix_path;            /* unix:PATH's PATH; NULL: TCP */
     CURL *curl;
@@ -53,7 +54,7 @@ struct ember_pusher {
     ember_log_fn log;
     void *log_ctx;
     pthread_t thread;
-    bool started;
+    bool started, curl_global;  /* the thread runs; curl_global_init ran */
     pthread_mutex_t mu;         /* guards what follows */
     pthread_cond_t wake;        /* a window queued, or stop */
     pthread_cond_t idle;        /* a window done, or the sender waits */
@@ -284,10 +285,10 @@ static bool retry_later(ember_pusher *p, long status)
     pthread_mutex_unlock(&p->mu);
     if (first && status == 0)
         push_log(p, "push: %s: %s; retrying with backoff, windows wait in "
-                 "the spool", p->base, p->curl_err);
+                 "the spool", p->url, p->curl_err);
     else if (first)
         push_log(p, "push: %s answered %ld%s%s; retrying with backoff, "
-                 "windows wait in the spool", p->base, status,
+                 "windows wait in the spool", p->url, status,
                  p->answer_len ? ": " : "", p->answer);
     pthread_mutex_lock(&p->mu);
     first = wait_ms(p, ms, false);
@@ -315,7 +316,7 @@ static void delivered(ember_pusher *p, const em_spool_req *r, bool sent)
     p->delay_ms = 0;
     if (was)
         push_log(p, "push: %s takes pushes again (%" PRIu64 " retries so "
-                 "far)", p->base, retries);
+                 "far)", p->url, retries);
 }
 
 static bool retryable(long status)
@@ -323,10 +324,12 @@ static bool retryable(long status)
     return status == 0 || status == 408 || status == 429 || status >= 500;
 }
 
-/* Sends W's requests from its cursor on; false when stopped first. */
+/* Sends W's requests from its cursor on; false when stopped first. The
+** first refusal of a window is logged with the server's answer, the rest
+** counted in one line: a server that refuses one refuses them all. */
 static bool window_send(ember_pusher *p, em_spool_win *w)
 {
-    uint32_t i = w->sent;
+    uint32_t i = w->sent, refused = 0;
 
     while (i < w->count) {
         long status;
@@ -338,13 +341,16 @@ static bool window_send(ember_pusher *p, em_spool_win *w)
                 return false;
             continue;
         }
-        if (status >= 300)
+        if (status >= 300 && refused++ == 0)
             push_log(p, "push: %s refused a profile with %ld%s%s: dropped",
-                     p->base, status, p->answer_len ? ": " : "", p->answer);
+                     p->url, status, p->answer_len ? ": " : "", p->answer);
         delivered(p, &w->reqs[i], status < 300);
         if (em_spool_mark(p->spool, w, ++i) != EMBER_OK)
             push_log(p, "push: %s", em_errmsg());
     }
+    if (refused > 1)
+        push_log(p, "push: %s refused %u more profiles of the window: "
+                 "dropped", p->url, refused - 1);
     return true;
 }
 
@@ -403,6 +409,8 @@ static int url_parse(ember_pusher *p, const char *url)
 
     if (url == NULL)
         return em_err(EMBER_EINVAL, "push: no URL");
+    if ((p->url = em_strdup(url)) == NULL)
+        return em_err(EMBER_ENOMEM, "push: out of memory");
     if (strncmp(url, "unix:", 5) == 0 && url[5] != '\0') {
         p->unix_path = em_strdup(url + 5);
         p->base = em_strdup("http://localhost");
@@ -493,8 +501,10 @@ static int pusher_init(ember_pusher *p, const char *url,
     p->rng = (uint64_t)mono_ms() * 0x9e3779b97f4a7c15ull | 1;
     if ((rc = url_parse(p, url)) != EMBER_OK)
         return rc;
+    /* counted by libcurl: each pusher's init has its cleanup at close */
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
         return em_err(EMBER_EIO, "push: curl_global_init failed");
+    p->curl_global = true;
     if ((rc = curl_setup(p, o)) != EMBER_OK)
         return rc;
     return em_spool_open(o->spool_dir, o->buffer_bytes ? o->buffer_bytes
@@ -541,10 +551,13 @@ EMBER_API void ember_pusher_close(ember_pusher *p)
     if (p->curl != NULL)
         curl_easy_cleanup(p->curl);
     curl_slist_free_all(p->headers);
+    if (p->curl_global)
+        curl_global_cleanup();
     em_spool_close(p->spool);
     pthread_cond_destroy(&p->wake);
     pthread_cond_destroy(&p->idle);
     pthread_mutex_destroy(&p->mu);
+    em_free(p->url);
     em_free(p->base);
     em_free(p->unix_path);
     em_free(p);
@@ -629,10 +642,14 @@ EMBER_API int ember_pusher_flush(ember_pusher *p, int64_t timeout_ms)
     if (p == NULL)
         return em_err(EMBER_EINVAL, "ember_pusher_flush: NULL pusher");
     for (;;) {
+        bool outage;
         em_spool_stats_get(p->spool, &s);
         if (s.windows == 0)
             return EMBER_OK;
-        if (mono_ms() >= end)
+        pthread_mutex_lock(&p->mu);
+        outage = p->outage;
+        pthread_mutex_unlock(&p->mu);
+        if (outage || mono_ms() >= end)
             return EMBER_DONE;
         int64_t left = end - mono_ms();
         struct timespec ts = deadline(left < 0 ? 0 : left < 100 ? left : 100);

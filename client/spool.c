@@ -189,7 +189,8 @@ static int open_scan(em_spool *s)
     closedir(d);
     if (rc != EMBER_OK)
         return rc;
-    qsort(s->files, s->n, sizeof *s->files, seq_cmp);
+    if (s->n > 1)
+        qsort(s->files, s->n, sizeof *s->files, seq_cmp);
     (void)make_room(s, 0, &dropped);    /* a smaller bound than before */
     return EMBER_OK;
 }

@@ -647,7 +647,8 @@ typedef struct ember_push_profile {
 
 typedef struct ember_pusher_stats {
     size_t sz;                  /* sizeof(ember_pusher_stats) */
-    uint64_t sent_windows, sent_profiles, sent_bytes;   /* delivered */
+    uint64_t sent_windows;      /* done: each profile delivered or refused */
+    uint64_t sent_profiles, sent_bytes;     /* delivered */
     uint64_t queued_windows, queued_bytes;  /* in the spool now */
     uint64_t dropped_windows, dropped_bytes;    /* oldest, buffer full */
     uint64_t refused_profiles;  /* a 4xx but 408 and 429: dropped */
@@ -666,7 +667,7 @@ EMBER_API int ember_pusher_open(const char *url, const ember_pusher_opts *opts,
 EMBER_API int ember_pusher_send(ember_pusher *p,
                                 const ember_push_profile *profiles, size_t n);
 /* Waits up to TIMEOUT_MS for the spool to empty: EMBER_OK, or EMBER_DONE
-** when windows are still queued. */
+** when windows are still queued (at once while the server is away). */
 EMBER_API int ember_pusher_flush(ember_pusher *p, int64_t timeout_ms);
 /* Counts since open (queued: now). */
 EMBER_API void ember_pusher_stats_get(ember_pusher *p, ember_pusher_stats *out);

@@ -206,6 +206,10 @@ static int record_parse(record_args *r, int argc, char **argv)
                                 r->push_spool != NULL || r->push_buffer))
         return em_cli_fail(2, r->cmd, "--push-token-file, --push-buffer and "
                            "--push-spool go with --push URL");
+    if (agent && r->dir == NULL && r->push_url == NULL) {
+        em_cli_fail(2, r->cmd, "missing -d DIR (the database) or --push URL");
+        return em_cli_usage(r->cmd);
+    }
     /* with --push, -d is optional: without it the agent only pushes */
     return em_cli_args(r->cmd, r->dir != NULL || r->push_url == NULL
                        ? r->dir : "", argc, argv, 0, 0);

@@ -10,7 +10,8 @@
 #      profiles the two agents say they sent;
 #   4. a --push-buffer too small for an outage: the agent says it dropped
 #      windows (a line, the summary, and the push_windows_dropped
-#      self-metric of its own database), and the spool stays in its bound;
+#      self-metric of its own database, which -o pprof encodes), and the
+#      spool stays in its bound;
 #   5. a server with a token, over its Unix socket (unix:PATH): without
 #      --push-token-file the pushes are refused (401) and said dropped;
 #      with it they arrive.
@@ -160,6 +161,10 @@ m=$($EMBER query -d "$tmp/c.db" -o csv \
   'total(ember_self:events:count:window:nanoseconds:delta{metric="push_windows_dropped"})' |
   awk -F, 'NR > 1 { s += $NF } END { print s + 0 }')
 [ "$m" -ge 1 ] || fail "the self-metric push_windows_dropped sums to $m"
+# the empty stack of a self-metric as pprof (the encoder once refused it)
+$EMBER query -d "$tmp/c.db" -o pprof \
+  'ember_self:events:count:window:nanoseconds:delta{metric="push_windows_dropped"}' \
+  > "$tmp/self.pb" || fail "a self-metric as pprof"
 ok "4: a 24k buffer dropped $d windows (self-metric: $m), the spool at $bytes bytes"
 
 # ---- 5. a token, over the Unix socket --------------------------------------------
