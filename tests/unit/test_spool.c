@@ -6,7 +6,9 @@
 ** files deleted); damaged files of every kind deleted and counted, never
 ** read past; each failure path (bad arguments, an unusable directory,
 ** every allocation failing in turn). And the pusher over it without a
-** server: bad URLs and options, windows kept while nothing answers.
+** server: bad URLs and options, windows kept while nothing answers; and an
+** agent's profile set pushed (em_push_pset), read back from the spool as
+** the requests a server would get: targets and pprof bodies.
 */
 #include <stdarg.h>
 #include <setjmp.h>
@@ -18,9 +20,12 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "ember.h"
 #include "engine/engine.h"
+#include "proto/profile.pb-c.h"
+#include "client/push.h"
 #include "client/spool.h"
 #include "tests/unit/common/testutil.h"
 
@@ -483,6 +488,170 @@ static void test_pusher_outage(void **state)
     tu_rmdir(dir);
 }
 
+/* ---- a profile set pushed ------------------------------------------------ */
+
+#define PTYPE "t:samples:count:cpu:nanoseconds:delta"
+
+/* Leaf first: leaf (inlined into main's frame), a bare address, main. */
+static void pset_fill(em_pset *s)
+{
+    ember_mapping m = { 0x1000, 0x2000, 0, "/bin/app", "b1d" };
+    ember_function fl = { "leaf", "", "app.c", 3 }, fm = { "main", "", "", 0 };
+    em_pset_line ln[2];
+    uint32_t map, loc[3], stack, empty, prof;
+    ember_label l1[3] = { { "service_name", "svc" }, { "pid", "1" },
+                          { "comm", "a,b" } };
+    ember_label l2[1] = { { "pid", "2" } }, l3[1] = { { "pid", "3" } };
+
+    assert_int_equal(em_pset_mapping(s, &m, &map), EMBER_OK);
+    assert_int_equal(em_pset_function(s, &fl, &ln[0].function), EMBER_OK);
+    assert_int_equal(em_pset_function(s, &fm, &ln[1].function), EMBER_OK);
+    ln[0].line = 7;
+    ln[1].line = 20;
+    assert_int_equal(em_pset_location(s, map + 1, 0x1010, ln, 2, &loc[0]),
+                     EMBER_OK);
+    assert_int_equal(em_pset_location(s, 0, 0x20, NULL, 0, &loc[1]), EMBER_OK);
+    assert_int_equal(em_pset_location(s, map + 1, 0x1100, &ln[1], 1,
+                                      &loc[2]), EMBER_OK);
+    assert_int_equal(em_pset_stack(s, loc, 3, &stack), EMBER_OK);
+    assert_int_equal(em_pset_stack(s, loc, 0, &empty), EMBER_OK);
+    assert_int_equal(em_pset_profile_add(s, PTYPE, l1, 3, 1700000000000,
+                                         10000000000, 1000, &prof), EMBER_OK);
+    assert_int_equal(em_pset_sample(s, prof, stack, 5), EMBER_OK);
+    assert_int_equal(em_pset_profile_add(s, PTYPE, l2, 1, 1700000000000,
+                                         10000000000, 1000, &prof), EMBER_OK);
+    assert_int_equal(em_pset_sample(s, prof, empty, 0), EMBER_OK);
+    assert_int_equal(em_pset_profile_add(s, PTYPE, l3, 1, 1700000000000,
+                                         10000000000, 1000, &prof), EMBER_OK);
+    assert_int_equal(em_pset_sample(s, prof, empty, 7), EMBER_OK);
+}
+
+/* The pprof of request R, gunzipped and unpacked. */
+static Perftools__Profiles__Profile *body_profile(const em_spool_req *r)
+{
+    static uint8_t out[1 << 16];
+    z_stream z;
+
+    memset(&z, 0, sizeof z);
+    assert_int_equal(inflateInit2(&z, 15 + 16), Z_OK);
+    z.next_in = (Bytef *)(uintptr_t)r->body;
+    z.avail_in = (uInt)r->blen;
+    z.next_out = out;
+    z.avail_out = sizeof out;
+    assert_int_equal(inflate(&z, Z_FINISH), Z_STREAM_END);
+    inflateEnd(&z);
+    return perftools__profiles__profile__unpack(NULL, z.total_out, out);
+}
+
+static const char *pstr(const Perftools__Profiles__Profile *p, int64_t i)
+{
+    assert_true(i >= 0 && (size_t)i < p->n_string_table);
+    return p->string_table[i];
+}
+
+/* The first request: stack leaf, bare address, main, value 5. */
+static void check_first(const em_spool_win *w)
+{
+    static const char want[] = "ingest?name=svc%7Bcomm%3Da_b%2Cpid%3D1%7D"
+                               "&from=1700000000&until=1700000010"
+                               "&format=pprof&spyName=ember";
+    Perftools__Profiles__Profile *p = body_profile(&w->reqs[0]);
+    const Perftools__Profiles__Location *bare;
+
+    assert_int_equal(w->reqs[0].tlen, strlen(want));
+    assert_memory_equal(w->reqs[0].target, want, strlen(want));
+    assert_non_null(p);
+    assert_string_equal(pstr(p, p->sample_type[0]->type), "samples");
+    assert_string_equal(pstr(p, p->period_type->unit), "nanoseconds");
+    assert_int_equal(p->period, 1000);
+    assert_int_equal(p->time_nanos, 1700000000000000000LL);
+    assert_int_equal(p->n_sample, 1);
+    assert_int_equal(p->sample[0]->value[0], 5);
+    assert_int_equal(p->sample[0]->n_location_id, 3);
+    assert_int_equal(p->n_location, 3);
+    assert_int_equal(p->location[0]->n_line, 2);
+    assert_string_equal(pstr(p, p->function[p->location[0]->line[0]
+                                            ->function_id - 1]->name), "leaf");
+    bare = p->location[p->sample[0]->location_id[1] - 1];
+    assert_int_equal(bare->n_line, 0);
+    assert_int_equal(bare->mapping_id, 0);
+    assert_int_equal(bare->address, 0x20);
+    assert_int_equal(p->n_mapping, 1);
+    assert_string_equal(pstr(p, p->mapping[0]->filename), "/bin/app");
+    perftools__profiles__profile__free_unpacked(p, NULL);
+}
+
+/* Profiles of the set to the spool: the all-zero one left out, the empty
+** stack kept, the labels in the name. */
+static void test_push_pset(void **state)
+{
+    char *dir = tu_tmpdir("push"), url[512];
+    ember_pusher_opts o = { .sz = sizeof o, .spool_dir = dir,
+                            .backoff_min_ms = 60000 };
+    em_pset set = { 0 };
+    em_push_counts c;
+    ember_pusher *p;
+    em_spool *s;
+    em_spool_win w;
+    Perftools__Profiles__Profile *pp;
+
+    (void)state;
+    pset_fill(&set);
+    snprintf(url, sizeof url, "unix:%s/nobody.sock", dir);
+    assert_int_equal(ember_pusher_open(url, &o, &p), EMBER_OK);
+    assert_int_equal(em_push_pset(p, &set, "app", &c), EMBER_OK);
+    assert_int_equal(c.profiles, 2);
+    ember_pusher_close(p);
+    assert_int_equal(em_spool_open(dir, 1 << 20, &s), EMBER_OK);
+    assert_int_equal(em_spool_oldest(s, &w), EMBER_OK);
+    assert_int_equal(w.count, 2);
+    assert_int_equal(c.bytes, w.reqs[0].blen + w.reqs[1].blen);
+    check_first(&w);
+    assert_non_null(strstr(w.reqs[1].target, "name=app%7Bpid%3D3%7D&"));
+    pp = body_profile(&w.reqs[1]);
+    assert_int_equal(pp->n_sample, 1);
+    assert_int_equal(pp->sample[0]->n_location_id, 0);
+    assert_int_equal(pp->sample[0]->value[0], 7);
+    perftools__profiles__profile__free_unpacked(pp, NULL);
+    em_spool_win_free(&w);
+    em_spool_close(s);
+    em_pset_free(&set);
+    tu_rmdir(dir);
+}
+
+/* Every allocation of em_push_pset failing in turn: ENOMEM, nothing
+** queued, nothing leaked. */
+static void test_push_pset_oom(void **state)
+{
+    char *dir = tu_tmpdir("push"), url[512];
+    ember_pusher_opts o = { .sz = sizeof o, .spool_dir = dir,
+                            .backoff_min_ms = 60000 };
+    em_pset set = { 0 };
+    ember_pusher_stats st = { .sz = sizeof st };
+    ember_pusher *p;
+    int rc = EMBER_ENOMEM;
+
+    (void)state;
+    pset_fill(&set);
+    snprintf(url, sizeof url, "unix:%s/nobody.sock", dir);
+    assert_int_equal(ember_pusher_open(url, &o, &p), EMBER_OK);
+    for (uint64_t n = 1; n < 200 && rc != EMBER_OK; n++) {
+        em_alloc_fail_at(n);
+        rc = em_push_pset(p, &set, "app", NULL);
+        em_alloc_fail_at(0);
+        ember_pusher_stats_get(p, &st);
+        if (rc != EMBER_OK) {
+            assert_int_equal(rc, EMBER_ENOMEM);
+            assert_int_equal(st.queued_windows, 0);
+        }
+    }
+    assert_int_equal(rc, EMBER_OK);
+    assert_int_equal(st.queued_windows, 1);
+    ember_pusher_close(p);
+    em_pset_free(&set);
+    tu_rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -495,6 +664,8 @@ int main(void)
         cmocka_unit_test(test_oom),
         cmocka_unit_test(test_pusher_args),
         cmocka_unit_test(test_pusher_outage),
+        cmocka_unit_test(test_push_pset),
+        cmocka_unit_test(test_push_pset_oom),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
