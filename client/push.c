@@ -276,7 +276,7 @@ static int64_t backoff_next(ember_pusher *p)
 static bool retry_later(ember_pusher *p, long status)
 {
     int64_t ms = backoff_next(p);
-    bool first;
+    bool first, go_on;
 
     pthread_mutex_lock(&p->mu);
     p->st.retries++;
@@ -291,32 +291,33 @@ static bool retry_later(ember_pusher *p, long status)
                  "windows wait in the spool", p->url, status,
                  p->answer_len ? ": " : "", p->answer);
     pthread_mutex_lock(&p->mu);
-    first = wait_ms(p, ms, false);
+    go_on = wait_ms(p, ms, false);
     pthread_mutex_unlock(&p->mu);
-    return first;
+    return go_on;
 }
 
-/* Counts a delivery (SENT) or a refusal of R, ending an outage. */
+/* Counts a delivery (SENT) or a refusal of R: either way the server
+** answers, which ends an outage. */
 static void delivered(ember_pusher *p, const em_spool_req *r, bool sent)
 {
-    uint64_t retries = 0;
-    bool was = false;
+    uint64_t retries;
+    bool was;
 
     pthread_mutex_lock(&p->mu);
     if (sent) {
         p->st.sent_profiles++;
         p->st.sent_bytes += r->blen;
-        was = p->outage;
-        retries = p->st.retries;
-        p->outage = false;
     } else {
         p->st.refused_profiles++;
     }
+    was = p->outage;
+    retries = p->st.retries;
+    p->outage = false;
     pthread_mutex_unlock(&p->mu);
     p->delay_ms = 0;
     if (was)
-        push_log(p, "push: %s takes pushes again (%" PRIu64 " retries so "
-                 "far)", p->url, retries);
+        push_log(p, "push: %s answers again (%" PRIu64 " retries so far)",
+                 p->url, retries);
 }
 
 static bool retryable(long status)
@@ -387,10 +388,13 @@ static void *sender(void *arg)
         int rc = em_spool_oldest(p->spool, &w);
         if (rc == EMBER_DONE) {
             (void)wait_work(p);
+        } else if (rc == EMBER_ENOMEM) {
+            push_log(p, "push: %s; trying again later", em_errmsg());
+            pthread_mutex_lock(&p->mu);
+            (void)wait_ms(p, backoff_next(p), false);
+            pthread_mutex_unlock(&p->mu);
         } else if (rc != EMBER_OK) {
             push_log(p, "push: dropped a spooled window: %s", em_errmsg());
-            if (rc == EMBER_ENOMEM && !retry_later(p, 0))
-                break;
         } else if (window_send(p, &w)) {
             window_done(p, &w);
         } else {

@@ -137,7 +137,7 @@ serve
 empty() { [ "$(spooled "$spool")" = 0 ]; }
 wait_for "the spool to empty" empty
 stop_agent
-grep -q 'takes pushes again' "$tmp/b.err" || fail "the return was not said"
+grep -q 'answers again' "$tmp/b.err" || fail "the return was not said"
 sa=$(sent "$tmp/a.err"); sb=$(sent "$tmp/b.err"); n=$(profiles)
 [ -n "$sa" ] && [ -n "$sb" ] || fail "no sent counts in the summaries"
 [ "$n" = $((sa + sb)) ] ||
