@@ -1,6 +1,6 @@
 # Ember: one Makefile. `make run` and `make test` are the README's contract:
 # each installs missing Debian packages (as root), builds, and does its job.
-# Quiet unless V=1. Layers: engine < query, ingest < bpf < repl.
+# Quiet unless V=1. Layers: engine < query, ingest < client, bpf < repl.
 
 .DELETE_ON_ERROR:
 .SUFFIXES:
@@ -25,14 +25,14 @@ ALL_CFLAGS := $(WARN) -D_GNU_SOURCE -fPIC -fvisibility=hidden -Iinclude -I. \
 VERSION := $(shell sed -n 's/^\#define EMBER_VERSION_STRING "\(.*\)"/\1/p' \
              include/ember.h)
 LDLIBS := -lbpf -ldw -lelf -llmdb -lzstd -lroaring -lprotobuf-c -ldeflate -lz \
-          -lpthread -lm
+          -lcurl -lpthread -lm
 # The ember program links the Debian static archives where they exist:
 # resolving a dozen shared libraries at every start was a fifth of a
 # short query's time. libroaring ships no archive; libember.so and the
 # tests link everything dynamically.
 CLI_STATIC := -lbpf -ldw -lelf -llmdb -lzstd -lprotobuf-c -ldeflate -lz \
               -llzma -lbz2 -ledit -ltinfo -lbsd -lmd -ljson-c -lresolv
-CLI_DYNAMIC := -lroaring -lpthread -lm
+CLI_DYNAMIC := -lroaring -lcurl -lpthread -lm
 TEST_LDLIBS := -lcmocka
 
 # Debian packages the build, tests, benchmarks and fuzzing need.
@@ -51,7 +51,7 @@ PROTO := proto/profile.proto
 PROTO_C := $(BUILD)/gen/proto/profile.pb-c.c
 PROTO_H := $(BUILD)/gen/proto/profile.pb-c.h
 # bpf/*.bpf.c run in the kernel: they are not library sources.
-LIB_SRC := $(wildcard engine/*.c query/*.c ingest/*.c) \
+LIB_SRC := $(wildcard engine/*.c query/*.c ingest/*.c client/*.c) \
            $(filter-out %.bpf.c,$(wildcard bpf/*.c))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/proto/profile.pb-c.o
 CLI_SRC := $(wildcard repl/*.c)
@@ -72,7 +72,7 @@ BENCH_LIB_SRC := $(filter bench/gen%.c bench/util.c,$(BENCH_SRC))
 BENCH_MAIN := $(filter-out $(BENCH_LIB_SRC),$(BENCH_SRC))
 BENCH_BIN := $(BENCH_MAIN:bench/%.c=$(BUILD)/bench/%)
 # The fuzz builds compile sources directly and depend on every header.
-HEADERS := include/ember.h $(wildcard engine/*.h query/*.h ingest/*.h \
+HEADERS := include/ember.h $(wildcard engine/*.h query/*.h ingest/*.h client/*.h \
            bpf/*.h repl/*.h bench/*.h tests/unit/common/*.h) $(PROTO_H)
 
 .PHONY: all lib cli tests fuzz-replay bench-bin deps run demo test test-core \

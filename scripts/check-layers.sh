@@ -2,7 +2,8 @@
 # check-layers.sh: fails when a file includes a header from a layer above
 # its own. Order, lowest first: engine and proto/ (the generated pprof wire
 # format, which includes nothing of ours) < query, ingest (side by side,
-# never each other) < bpf < repl. tests/, bench/, fuzz/ may include anything.
+# never each other) < client (the HTTP client and pusher, over query and
+# ingest), bpf < repl. tests/, bench/, fuzz/ may include anything.
 bad=0
 check() {   # check DIR FORBIDDEN-DIR...
     dir=$1; shift
@@ -16,9 +17,10 @@ check() {   # check DIR FORBIDDEN-DIR...
         fi
     done
 }
-check engine proto query ingest bpf repl
-check query ingest bpf repl
-check ingest query bpf repl
+check engine proto query ingest client bpf repl
+check query ingest client bpf repl
+check ingest query client bpf repl
+check client bpf repl
 check bpf repl
 [ "$bad" = 0 ] && echo "layers: ok"
 exit $bad
