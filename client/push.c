@@ -18,7 +18,6 @@
 ** refused. Delivery is at least once: a request whose answer was lost is
 ** sent again.
 */
-#include <curl/curl.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -29,6 +28,7 @@
 #include <time.h>
 
 #include "engine/engine.h"
+#include "client/curl_dl.h"
 #include "client/spool.h"
 
 #define PUSH_BUFFER_DEFAULT (256ull << 20)
@@ -505,6 +505,8 @@ static int pusher_init(ember_pusher *p, const char *url,
     p->rng = (uint64_t)mono_ms() * 0x9e3779b97f4a7c15ull | 1;
     if ((rc = url_parse(p, url)) != EMBER_OK)
         return rc;
+    if ((rc = em_curl_load()) != EMBER_OK)
+        return em_err_prefix(rc, "push");
     /* counted by libcurl: each pusher's init has its cleanup at close */
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
         return em_err(EMBER_EIO, "push: curl_global_init failed");
@@ -554,7 +556,8 @@ EMBER_API void ember_pusher_close(ember_pusher *p)
     }
     if (p->curl != NULL)
         curl_easy_cleanup(p->curl);
-    curl_slist_free_all(p->headers);
+    if (p->headers != NULL)
+        curl_slist_free_all(p->headers);
     if (p->curl_global)
         curl_global_cleanup();
     em_spool_close(p->spool);
