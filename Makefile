@@ -25,14 +25,14 @@ ALL_CFLAGS := $(WARN) -D_GNU_SOURCE -fPIC -fvisibility=hidden -Iinclude -I. \
 VERSION := $(shell sed -n 's/^\#define EMBER_VERSION_STRING "\(.*\)"/\1/p' \
              include/ember.h)
 LDLIBS := -lbpf -ldw -lelf -llmdb -lzstd -lroaring -lprotobuf-c -ldeflate -lz \
-          -lcurl -ljson-c -lpthread -lm
+          -ljson-c -lpthread -lm
 # The ember program links the Debian static archives where they exist:
 # resolving a dozen shared libraries at every start was a fifth of a
 # short query's time. libroaring ships no archive; libember.so and the
 # tests link everything dynamically.
 CLI_STATIC := -lbpf -ldw -lelf -llmdb -lzstd -lprotobuf-c -ldeflate -lz \
               -llzma -lbz2 -ledit -ltinfo -lbsd -lmd -ljson-c -lresolv
-CLI_DYNAMIC := -lroaring -lmicrohttpd -lcurl -lpthread -lm
+CLI_DYNAMIC := -lroaring -lpthread -lm
 TEST_LDLIBS := -lcmocka
 
 # Debian packages the build, tests, benchmarks and fuzzing need.

@@ -4,7 +4,8 @@
 ** symbolizes each key's kernel and user stack into one profile set, and
 ** writes the set in one transaction: one profile per series (a process
 ** and its thread name) and per profile type, plus the window's
-** self-metrics.
+** self-metrics. The set goes to the options' on_window first (`ember
+** agent --push`), and only there when the run has no database.
 **
 ** Stacks are stored leaf first: the kernel frames (when the sample was
 ** taken in the kernel), then the user frames under them, so a flame graph
@@ -438,6 +439,19 @@ static int self_metric(agent *a, const char *type, const char *metric,
     return rc;
 }
 
+/* The caller's own self-metrics (em_agent_opts' extra_names). */
+static int self_extra(agent *a, uint32_t empty)
+{
+    uint64_t v[EM_AGENT_MAX_EXTRA] = { 0 };
+    int rc = EMBER_OK;
+
+    a->opts->extra_values(a->opts->window_ctx, v);
+    for (size_t i = 0; rc == EMBER_OK && i < a->opts->nextra; i++)
+        rc = self_metric(a, TYPE_SELF_COUNT, a->opts->extra_names[i],
+                         (int64_t)v[i], empty);
+    return rc;
+}
+
 /* The window's self-metrics into the set (metric names: docs/sampling.md). */
 static int self_metrics(agent *a, const em_sampler_stats *st,
                         const em_symb_stats *sy, int64_t cpu_ns)
@@ -470,6 +484,8 @@ static int self_metrics(agent *a, const em_sampler_stats *st,
     for (size_t i = 0; rc == EMBER_OK && i < sizeof times / sizeof *times;
          i++)
         rc = self_metric(a, TYPE_SELF_TIME, times[i].name, times[i].v, empty);
+    if (rc == EMBER_OK && a->opts->nextra > 0)
+        rc = self_extra(a, empty);
     return rc;
 }
 
@@ -499,6 +515,23 @@ static int window_write(agent *a, em_pset_counts *c)
     if (rc != EMBER_OK)
         em_err_prefix(rc, "agent: writing window %llu",
                       (unsigned long long)a->rep.windows + 1);
+    return rc;
+}
+
+/* Hands the set to on_window, then writes it when there is a database;
+** without one, C counts what the set holds. */
+static int window_out(agent *a, em_pset_counts *c)
+{
+    int rc = EMBER_OK;
+
+    if (a->opts->on_window != NULL)
+        rc = a->opts->on_window(a->opts->window_ctx, &a->set);
+    if (rc == EMBER_OK && a->db != NULL)
+        return window_write(a, c);
+    for (size_t i = 0; rc == EMBER_OK && i < a->set.nprofiles; i++) {
+        c->profiles += a->set.profiles[i].nsamples > 0;
+        c->samples += a->set.profiles[i].nsamples;
+    }
     return rc;
 }
 
@@ -574,7 +607,7 @@ static int window_flush(agent *a)
     if (rc == EMBER_OK)
         rc = self_metrics(a, st, &sy, (int64_t)((cpu - a->cpu_last) * 1e9));
     if (rc == EMBER_OK)
-        rc = window_write(a, &c);
+        rc = window_out(a, &c);
     a->cpu_last = cpu;
     if (rc == EMBER_OK) {
         uint64_t unresolved = sy.unresolved - a->symb_last.unresolved;
@@ -709,6 +742,11 @@ static int opts_check(const em_agent_opts *o)
     if (o->nlabels > EM_PSET_MAX_LABELS - AGENT_FIXED_LABELS)
         return em_err(EMBER_ELIMIT, "agent: %zu labels (at most %d)",
                       o->nlabels, EM_PSET_MAX_LABELS - AGENT_FIXED_LABELS);
+    if (o->nextra > EM_AGENT_MAX_EXTRA ||
+        (o->nextra > 0 && o->extra_values == NULL))
+        return em_err(EMBER_EINVAL, "agent: %zu extra self-metrics (at "
+                      "most %d, with their callback)", o->nextra,
+                      EM_AGENT_MAX_EXTRA);
     return EMBER_OK;
 }
 
@@ -780,6 +818,9 @@ int em_agent_run(ember_db *db, const em_agent_opts *opts,
 
     if (rep != NULL)
         memset(rep, 0, sizeof *rep);
+    if (rc == EMBER_OK && db == NULL && opts->on_window == NULL)
+        rc = em_err(EMBER_EINVAL, "agent: neither a database nor a window "
+                    "callback");
     if (rc == EMBER_OK)
         rc = em_sampler_check();
     if (rc == EMBER_OK && (a = em_calloc(1, sizeof *a)) == NULL)

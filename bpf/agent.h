@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "ember.h"
+#include "ingest/pset.h"
 #include "bpf/sampler.h"
 
 typedef struct em_agent_opts {
@@ -26,7 +27,18 @@ typedef struct em_agent_opts {
     size_t nlabels;
     const char *node;           /* the node label; NULL: the hostname */
     bool verbose;               /* a line per window on stderr */
+    /* Each window's set, self-metrics included, before it is written:
+    ** `ember agent --push` sends it on. Its error ends the run. */
+    int (*on_window)(void *ctx, const em_pset *set);
+    void *window_ctx;
+    /* NEXTRA (<= EM_AGENT_MAX_EXTRA) more self-metrics of the count type,
+    ** named EXTRA_NAMES, whose window values extra_values writes. */
+    const char *const *extra_names;
+    size_t nextra;
+    void (*extra_values)(void *ctx, uint64_t *values);
 } em_agent_opts;
+
+#define EM_AGENT_MAX_EXTRA 16
 
 /* What a run did, summed over its windows. */
 typedef struct em_agent_report {
@@ -36,7 +48,8 @@ typedef struct em_agent_report {
     double cpu_seconds;         /* of this process, user + system */
 } em_agent_report;
 
-/* Runs the agent on DB until the duration passes, *STOP becomes non-zero
+/* Runs the agent on DB (NULL: none, the windows go to on_window only)
+** until the duration passes, *STOP becomes non-zero
 ** (a signal handler sets it) or the one process sampled (sampler.pid)
 ** exits, writing one window's profiles per drain.
 ** Fails before writing anything when the machine cannot sample

@@ -4,7 +4,8 @@
 ** calls against `ember serve` (docs/protocol.md) and hands back the
 ** objects the local calls give. Files, one job each:
 **
-**   http.c      one HTTP exchange over libcurl (Unix socket or TCP, TLS,
+**   http.c      one HTTP exchange over libcurl, opened at first use
+**               (client/curl_dl.h; Unix socket or TCP, TLS,
 **               the bearer token, timeouts), nothing Ember-specific;
 **   client.c    the handle, errors (the server's JSON error body mapped to
 **               EMBER_* codes), queries, labels, types and status;

@@ -3,7 +3,8 @@
 ** that the client writes no HTTP of its own (issue 14). A Unix socket URL
 ** ("unix:PATH") is requested as http://ember/... over the socket, which
 ** the server answers whatever the host name. One curl easy handle per
-** client keeps its connection alive between requests. libcurl's errors are
+** client keeps its connection alive between requests. libcurl is opened at
+** the first client (client/curl_dl.h), not linked. Its errors are
 ** translated here: callers see EMBER_EIO naming the URL, never a CURLcode.
 */
 #include <pthread.h>
@@ -11,9 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <curl/curl.h>
-
 #include "client/client.h"
+#include "client/curl_dl.h"
 
 /* Largest answer read into memory: a bound, not an expectation. */
 #define HTTP_MAX_BODY ((size_t)1 << 32)
@@ -83,6 +83,8 @@ int em_http_open(const char *url, const char *token, long timeout_ms,
     *out = NULL;
     if (url == NULL)
         return em_err(EMBER_EINVAL, "client: no server URL");
+    if ((rc = em_curl_load()) != EMBER_OK)
+        return rc;
     pthread_once(&global_once, global_init);
     if (global_rc != CURLE_OK)
         return em_err(EMBER_EIO, "client: libcurl: %s",

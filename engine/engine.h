@@ -328,6 +328,25 @@ const char *em_regex_prefix(const em_regex *re, size_t *len);
 bool em_regex_is_literal(const em_regex *re);
 void em_regex_free(em_regex *re);
 
+/* ---- shared libraries opened when needed (engine/dl.c) ------------------- */
+
+/* A library whose functions are called through FNS once em_dl_load has
+** filled them: NAMES[i] into FNS[i]. */
+typedef struct em_dl_lib {
+    const char *soname;         /* "libcurl.so.4" */
+    const char *package;        /* the Debian package that installs it */
+    const char *const *names;
+    void **fns;
+    size_t n;
+    bool tried;
+    int rc;
+    char msg[256];
+} em_dl_lib;
+
+/* Loads L the first time (thread-safe), after that says how it went:
+** EMBER_OK, or EMBER_ENOTFOUND naming the library or function missing. */
+int em_dl_load(em_dl_lib *l);
+
 /* ---- time and labels (engine/util.c) ------------------------------------- */
 
 /* Checks a label name against Prometheus rules; EMBER_OK or EINVAL. */

@@ -676,6 +676,72 @@ EMBER_API int ember_client_profile_types(ember_client *c, const char *match,
 ** the per-table and cache figures are not sent (ntables is 0). */
 EMBER_API int ember_client_stats(ember_client *c, ember_stats *out);
 
+/* ------------------------------------------------------------------------ */
+/* Pushing to a server (docs/server.md, "Push from the agent")              */
+
+/* Sends profiles to `ember serve` or any Pyroscope-compatible server
+** (POST /ingest?format=pprof) from a thread of its own, through a bounded
+** spool on disk: each window of profiles is durable in the spool before a
+** send is tried, is retried with backoff while the server is away, and
+** survives a restart (the next pusher on the same spool sends it). */
+typedef struct ember_pusher ember_pusher;
+
+/* Called with one line: a drop, a refusal, an outage and its end. */
+typedef void (*ember_log_fn)(void *ctx, const char *line);
+
+typedef struct ember_pusher_opts {
+    size_t sz;                  /* sizeof(ember_pusher_opts) */
+    const char *spool_dir;      /* required; made when missing */
+    uint64_t buffer_bytes;      /* the spool's bound; 0: 256 MiB */
+    const char *token;          /* "Authorization: Bearer"; NULL: none */
+    int64_t backoff_min_ms;     /* first retry after; 0: 1 s */
+    int64_t backoff_max_ms;     /* doubling, jittered, up to; 0: 60 s */
+    int64_t timeout_ms;         /* one request; 0: 30 s */
+    ember_log_fn log;           /* NULL: silent */
+    void *log_ctx;
+} ember_pusher_opts;
+
+/* One profile of a window, sent as Pyroscope's name=APP{k=v,...}. */
+typedef struct ember_push_profile {
+    const char *app;            /* the service_name label */
+    const ember_label *labels;  /* "" values are left out; ',', '=', '{',
+                                ** '}' in values become '_' */
+    size_t nlabels;
+    int64_t time_ms, duration_ns;   /* from and until */
+    const void *pprof;          /* profile.proto, gzipped or not */
+    size_t len;
+} ember_push_profile;
+
+typedef struct ember_pusher_stats {
+    size_t sz;                  /* sizeof(ember_pusher_stats) */
+    uint64_t sent_windows;      /* done: each profile delivered or refused */
+    uint64_t sent_profiles, sent_bytes;     /* delivered */
+    uint64_t queued_windows, queued_bytes;  /* in the spool now */
+    uint64_t dropped_windows, dropped_bytes;    /* oldest, buffer full */
+    uint64_t refused_profiles;  /* a 4xx but 408 and 429: dropped */
+    uint64_t damaged_windows;   /* spool files failing their checks */
+    uint64_t retries;           /* attempts failed and to be retried */
+} ember_pusher_stats;
+
+/* Opens a pusher to URL: http://HOST:PORT[/PREFIX], https://..., or
+** unix:PATH (a server's Unix socket); queued windows a previous pusher
+** left in the spool are sent first. *OUT is NULL on failure. */
+EMBER_API int ember_pusher_open(const char *url, const ember_pusher_opts *opts,
+                                ember_pusher **out);
+/* Spools N profiles as one window, durable on return, dropping the oldest
+** windows when the buffer is full (logged and counted); the bytes are
+** copied. EMBER_ELIMIT when the window alone exceeds the buffer. */
+EMBER_API int ember_pusher_send(ember_pusher *p,
+                                const ember_push_profile *profiles, size_t n);
+/* Waits up to TIMEOUT_MS for the spool to empty: EMBER_OK, or EMBER_DONE
+** when windows are still queued (at once while the server is away). */
+EMBER_API int ember_pusher_flush(ember_pusher *p, int64_t timeout_ms);
+/* Counts since open (queued: now). */
+EMBER_API void ember_pusher_stats_get(ember_pusher *p, ember_pusher_stats *out);
+/* Stops the sender after its request in flight; what is queued stays in
+** the spool for the next pusher. NULL: no-op. */
+EMBER_API void ember_pusher_close(ember_pusher *p);
+
 #ifdef __cplusplus
 }
 #endif

@@ -3,10 +3,14 @@
 ** pprof's profile.proto (proto/profile.proto), optionally gzip'd, so that
 ** `go tool pprof` opens Ember's answers; and em_pprof_encode, the same
 ** through a snapshot the caller holds, which a query encodes its -o pprof
-** answer with inside its own snapshot (query/exec.c).
+** answer with inside its own snapshot (query/exec.c); and em_pprof_encode_src,
+** the same over any symbol source (em_pprof_src), so that a profile set not
+** yet in any database (the agent's window, pushed by client/push.c) is
+** written by this one encoder too.
 **
-** Two passes. The walk resolves every non-zero merged stack through one
-** engine snapshot: Ember ids become pprof ids through hash maps, dense
+** Two passes. The walk resolves every non-zero stack through the symbol
+** source (one engine snapshot, or a profile set's tables): their ids
+** become pprof ids through hash maps, dense
 ** 1..N in order of first use, and what pprof needs of each new location,
 ** function and mapping is copied into flat arrays (strings into an
 ** em_strtab, so the snapshot can end before packing). Each sample is
@@ -67,7 +71,7 @@ typedef struct pp_map {
 } pp_map;
 
 typedef struct pp_enc {
-    ember_snapshot *snap;
+    const em_pprof_src *src;    /* the symbols, during the walk */
     em_strtab strs;
     int64_t type_str[4];        /* sample type, unit, period type, unit */
     em_map64 loc_ix, fn_ix, map_ix;     /* Ember id -> index in the arrays */
@@ -132,7 +136,7 @@ static int pp_function(pp_enc *e, uint32_t fid, uint64_t *out)
         *out = v + 1;
         return EMBER_OK;
     }
-    if ((rc = ember_snapshot_function(e->snap, fid, &f)) != EMBER_OK)
+    if ((rc = e->src->function(e->src->ctx, fid, &f)) != EMBER_OK)
         return em_err_prefix(rc, "function %u", fid);
     g = em_grow(e->fns, &e->cap_fns, e->nfns + 1, sizeof *g);
     if (g == NULL)
@@ -165,7 +169,7 @@ static int pp_mapping(pp_enc *e, uint32_t mid, uint32_t *idx1)
         *idx1 = (uint32_t)v + 1;
         return EMBER_OK;
     }
-    if ((rc = ember_snapshot_mapping(e->snap, mid, &m)) != EMBER_OK)
+    if ((rc = e->src->mapping(e->src->ctx, mid, &m)) != EMBER_OK)
         return em_err_prefix(rc, "mapping %u", mid);
     if (e->nmaps >= UINT32_MAX - 1)
         return em_err(EMBER_ELIMIT, "pprof: too many mappings");
@@ -208,7 +212,10 @@ static int pp_location_add(pp_enc *e, uint32_t lid, const ember_location *loc)
 
     if (rc != EMBER_OK)
         return rc;
-    ln = em_grow(e->lines, &e->cap_lines, e->nlines + loc->nlines, sizeof *ln);
+    /* one more than needed: em_grow hands back NULL for nothing yet held
+    ** when asked for nothing, as a location of bare address is */
+    ln = em_grow(e->lines, &e->cap_lines, e->nlines + loc->nlines + 1,
+                 sizeof *ln);
     if (ln == NULL)
         return pp_nomem("lines", e->nlines + loc->nlines);
     e->lines = ln;
@@ -240,7 +247,7 @@ static int pp_location(pp_enc *e, uint32_t lid, uint64_t *out)
         *out = v + 1;
         return EMBER_OK;
     }
-    if ((rc = ember_snapshot_location(e->snap, lid, &loc)) != EMBER_OK)
+    if ((rc = e->src->location(e->src->ctx, lid, &loc)) != EMBER_OK)
         return em_err_prefix(rc, "location %u", lid);
     if ((rc = pp_location_add(e, lid, &loc)) != EMBER_OK)
         return em_err_prefix(rc, "location %u", lid);
@@ -286,11 +293,11 @@ static int pp_stack(pp_enc *e, uint32_t sid, int64_t value)
     const uint32_t *locs;
     uint64_t *ids;
     size_t n;
-    int rc = ember_snapshot_stack(e->snap, sid, &locs, &n);
+    int rc = e->src->stack(e->src->ctx, sid, &locs, &n);
 
     if (rc != EMBER_OK)
         return em_err_prefix(rc, "pprof: stack %u", sid);
-    ids = em_grow(e->ids, &e->cap_ids, n, sizeof *ids);
+    ids = em_grow(e->ids, &e->cap_ids, n + 1, sizeof *ids);   /* n may be 0 */
     if (ids == NULL)
         return pp_nomem("location ids", n);
     e->ids = ids;
@@ -314,21 +321,18 @@ static int pp_head_pack(pp_enc *e)
     return pp_append(e, &p.base, false);
 }
 
-static int pp_walk(pp_enc *e, const ember_merged *m, const char *type)
+static int pp_walk(pp_enc *e, const em_pprof_in *in, const char *type)
 {
-    const uint32_t *stacks;
-    const int64_t *values;
-    size_t n = ember_merged_samples(m, &stacks, &values);
     int rc = pp_type_strings(e, type);
 
     /* a first guess at the packed samples' size, to grow less */
     if (rc == EMBER_OK)
-        rc = em_buf_reserve(&e->out, 4096 + n * 32);
+        rc = em_buf_reserve(&e->out, 4096 + in->n * 32);
     if (rc == EMBER_OK)
         rc = pp_head_pack(e);
-    for (size_t i = 0; rc == EMBER_OK && i < n; i++)
-        if (values[i] != 0)     /* pprof's merge drops zero samples too */
-            rc = pp_stack(e, stacks[i], values[i]);
+    for (size_t i = 0; rc == EMBER_OK && i < in->n; i++)
+        if (in->values[i] != 0) /* pprof's merge drops zero samples too */
+            rc = pp_stack(e, in->stacks[i], in->values[i]);
     return rc;
 }
 
@@ -486,19 +490,17 @@ static int64_t ms_to_ns(int64_t ms)
     return ns;
 }
 
-/* Points the profile message of G at E's arrays and M's headers: the
+/* Points the profile message of G at E's arrays and IN's headers: the
 ** third part, all but the sample types and samples. */
-static void pp_msg_profile(pp_msg *g, pp_enc *e, const ember_merged *m)
+static void pp_msg_profile(pp_msg *g, pp_enc *e, const em_pprof_in *in)
 {
     pb_profile *p = &g->prof;
-    int64_t min_time, duration, period;
 
     for (uint32_t i = 0; i < e->strs.count; i++)
         g->strings[i] = (char *)em_strtab_get(&e->strs, i);
     perftools__profiles__value_type__init(&g->period_type);
     g->period_type.type = e->type_str[2];
     g->period_type.unit = e->type_str[3];
-    ember_merged_span(m, &min_time, NULL, &duration, &period);
     perftools__profiles__profile__init(p);
     p->n_mapping = e->nmaps;
     p->mapping = g->map_p;
@@ -508,10 +510,10 @@ static void pp_msg_profile(pp_msg *g, pp_enc *e, const ember_merged *m)
     p->function = g->fn_p;
     p->n_string_table = e->strs.count;
     p->string_table = g->strings;
-    p->time_nanos = ms_to_ns(min_time);
-    p->duration_nanos = duration;
+    p->time_nanos = ms_to_ns(in->time_ms);
+    p->duration_nanos = in->duration_ns;
     p->period_type = &g->period_type;
-    p->period = period;
+    p->period = in->period;
 }
 
 /* ---- gzip --------------------------------------------------------------- */
@@ -552,7 +554,7 @@ out:
 
 /* Packs the third part after E->out's first two and hands back the whole
 ** profile, gzip'd when FLAGS say. */
-static int pp_pack(pp_enc *e, const ember_merged *m, unsigned flags,
+static int pp_pack(pp_enc *e, const em_pprof_in *in, unsigned flags,
                    void **out, size_t *len)
 {
     pp_msg g;
@@ -566,7 +568,7 @@ static int pp_pack(pp_enc *e, const ember_merged *m, unsigned flags,
         rc = pp_msg_mappings(&g, e);
     if (rc == EMBER_OK) {
         pp_msg_locations(&g, e);
-        pp_msg_profile(&g, e, m);
+        pp_msg_profile(&g, e, in);
         rc = pp_append(e, &g.prof.base, false);
     }
     pp_msg_free(&g);
@@ -598,26 +600,61 @@ static int pp_args_check(const char *type, unsigned flags)
     return EMBER_OK;
 }
 
-/* Walks M through SNAP, then packs: the snapshot is needed by the walk
-** alone, so OWN (SNAP, begun by the caller for this encode) ends between
-** the two, as soon as the strings are copied. */
-static int pp_encode(ember_snapshot *snap, bool own, const ember_merged *m,
+/* The snapshot as a symbol source: Ember ids. */
+static int snap_stack(void *ctx, uint32_t id, const uint32_t **locs,
+                      size_t *n)
+{
+    return ember_snapshot_stack(ctx, id, locs, n);
+}
+
+static int snap_location(void *ctx, uint32_t id, ember_location *out)
+{
+    return ember_snapshot_location(ctx, id, out);
+}
+
+static int snap_function(void *ctx, uint32_t id, ember_function *out)
+{
+    return ember_snapshot_function(ctx, id, out);
+}
+
+static int snap_mapping(void *ctx, uint32_t id, ember_mapping *out)
+{
+    return ember_snapshot_mapping(ctx, id, out);
+}
+
+/* Walks IN through SRC, then packs. */
+static int pp_encode(const em_pprof_src *src, const em_pprof_in *in,
                      const char *type, unsigned flags, void **out,
-                     size_t *len)
+                     size_t *len, ember_snapshot *own)
 {
     pp_enc e;
     int rc;
 
     memset(&e, 0, sizeof e);
-    e.snap = snap;
-    rc = pp_walk(&e, m, type);
-    e.snap = NULL;
-    if (own)
-        ember_snapshot_end(snap);
+    e.src = src;
+    rc = pp_walk(&e, in, type);
+    e.src = NULL;
+    /* the walk alone needs the symbols: a snapshot begun for this encode
+    ** ends as soon as the strings are copied */
+    ember_snapshot_end(own);
     if (rc == EMBER_OK)
-        rc = pp_pack(&e, m, flags, out, len);
+        rc = pp_pack(&e, in, flags, out, len);
     pp_enc_free(&e);
     return rc;
+}
+
+/* M's samples and pprof's merged headers through snapshot SNAP. */
+static int pp_encode_merged(ember_snapshot *snap, bool own,
+                            const ember_merged *m, const char *type,
+                            unsigned flags, void **out, size_t *len)
+{
+    em_pprof_src src = { snap, snap_stack, snap_location, snap_function,
+                         snap_mapping };
+    em_pprof_in in;
+
+    in.n = ember_merged_samples(m, &in.stacks, &in.values);
+    ember_merged_span(m, &in.time_ms, NULL, &in.duration_ns, &in.period);
+    return pp_encode(&src, &in, type, flags, out, len, own ? snap : NULL);
 }
 
 int em_pprof_encode(ember_snapshot *snap, const ember_merged *m,
@@ -629,7 +666,20 @@ int em_pprof_encode(ember_snapshot *snap, const ember_merged *m,
     *len = 0;
     if (rc != EMBER_OK)
         return rc;
-    return pp_encode(snap, false, m, type, flags, out, len);
+    return pp_encode_merged(snap, false, m, type, flags, out, len);
+}
+
+int em_pprof_encode_src(const em_pprof_src *src, const em_pprof_in *in,
+                        const char *type, unsigned flags, void **out,
+                        size_t *len)
+{
+    int rc = pp_args_check(type, flags);
+
+    *out = NULL;
+    *len = 0;
+    if (rc != EMBER_OK)
+        return rc;
+    return pp_encode(src, in, type, flags, out, len, NULL);
 }
 
 EMBER_API int ember_pprof_encode(ember_db *db, const ember_merged *m,
@@ -650,5 +700,5 @@ EMBER_API int ember_pprof_encode(ember_db *db, const ember_merged *m,
     if ((rc = pp_args_check(type, flags)) != EMBER_OK ||
         (rc = ember_snapshot_begin(db, &snap)) != EMBER_OK)
         return rc;
-    return pp_encode(snap, true, m, type, flags, out, len);
+    return pp_encode_merged(snap, true, m, type, flags, out, len);
 }

@@ -466,6 +466,31 @@ int em_pprof_encode(ember_snapshot *snap, const ember_merged *m,
                     const char *type, unsigned flags, void **out,
                     size_t *len);
 
+/* Where em_pprof_encode_src reads symbols by id: a snapshot's tables, or a
+** caller's own (an ingest profile set not written anywhere). Each lookup
+** returns EMBER_OK or an error with its message set; what it hands back
+** need only live until the next lookup. Mapping 0 is never looked up. */
+typedef struct em_pprof_src {
+    void *ctx;
+    int (*stack)(void *ctx, uint32_t id, const uint32_t **locs, size_t *n);
+    int (*location)(void *ctx, uint32_t id, ember_location *out);
+    int (*function)(void *ctx, uint32_t id, ember_function *out);
+    int (*mapping)(void *ctx, uint32_t id, ember_mapping *out);
+} em_pprof_src;
+
+/* One profile to encode: N (stack id, value) samples and its headers. */
+typedef struct em_pprof_in {
+    const uint32_t *stacks;
+    const int64_t *values;
+    size_t n;
+    int64_t time_ms, duration_ns, period;
+} em_pprof_in;
+
+/* ember_pprof_encode of IN's samples, symbols read through SRC. */
+int em_pprof_encode_src(const em_pprof_src *src, const em_pprof_in *in,
+                        const char *type, unsigned flags, void **out,
+                        size_t *len);
+
 /* ---- a result as bytes (query/result_wire.c) ----------------------------- */
 
 /* The content type of an encoded result, as `ember serve` labels its

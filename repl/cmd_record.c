@@ -7,6 +7,11 @@
 ** Nothing is written, and the database directory is not even created, when
 ** the arguments are wrong or the machine cannot sample (no root, BPF, BTF
 ** or perf events): those are checked before the database is opened.
+**
+** --push URL sends each window to a server as well (with -d) or instead
+** (without): an ember_pusher (client/push.c) whose spool is DIR/push-spool,
+** or --push-spool; its counts become self-metrics (push_*) and a line of
+** the summary, its drops and outages lines on stderr as they happen.
 */
 #include <errno.h>
 #include <getopt.h>
@@ -19,6 +24,7 @@
 
 #include "engine/engine.h"
 #include "query/query.h"
+#include "client/push.h"
 #include "bpf/agent.h"
 #include "bpf/sampler.h"
 #include "repl/cli.h"
@@ -26,6 +32,20 @@
 #define RECORD_DURATION_MS 30000    /* record's default --duration */
 #define RECORD_MAX_FREQUENCY 10000  /* Hz per CPU */
 #define RECORD_MIN_WINDOW_MS 100
+#define PUSH_APP "ember_agent"      /* service_name without -l's */
+#define PUSH_SPOOL_DEFAULT "/var/spool/ember/push"  /* without -d */
+#define PUSH_FLUSH_MS 10000         /* the wait for the last windows */
+#define PUSH_TOKEN_MAX 4096
+
+/* Long options without a short form. */
+enum { OPT_PUSH = 256, OPT_PUSH_TOKEN, OPT_PUSH_BUFFER, OPT_PUSH_SPOOL };
+
+/* The pusher's self-metrics, counted per window. */
+static const char *const push_metrics[] = {
+    "push_windows_sent", "push_profiles_sent", "push_windows_dropped",
+    "push_bytes_dropped", "push_profiles_refused", "push_retries",
+};
+#define PUSH_NMETRICS (sizeof push_metrics / sizeof *push_metrics)
 
 /* Labels the agent sets itself: -l may not give them. */
 static const char *const reserved_labels[] = {
@@ -60,6 +80,15 @@ typedef struct record_args {
     const char *dir;
     em_agent_opts opts;
     ember_label labels[EM_MAX_CLI_LABELS];
+    const char *push_url;       /* --push; NULL: none */
+    const char *push_token_file;
+    const char *push_spool;
+    uint64_t push_buffer;       /* 0: the library's default */
+    char push_spool_buf[4096];
+    char *push_token;
+    ember_pusher *pusher;
+    uint64_t push_last[PUSH_NMETRICS];  /* the counts at the last window */
+    uint64_t push_windows;      /* windows spooled */
 } record_args;
 
 static int label_arg(record_args *r, char *arg)
@@ -129,6 +158,14 @@ static int record_opt(record_args *r, int c)
                                optarg);
         o->sampler.pid = (int)v;
         return 0;
+    case OPT_PUSH: r->push_url = optarg; return 0;
+    case OPT_PUSH_TOKEN: r->push_token_file = optarg; return 0;
+    case OPT_PUSH_SPOOL: r->push_spool = optarg; return 0;
+    case OPT_PUSH_BUFFER:
+        if (em_cli_size(optarg, &r->push_buffer) != 0)
+            return em_cli_fail(2, r->cmd, "--push-buffer %s: expected bytes "
+                               "such as 256M", optarg);
+        return 0;
     default:
         return em_cli_bad_option(r->cmd, c);
     }
@@ -144,6 +181,10 @@ static int record_parse(record_args *r, int argc, char **argv)
         { "window", required_argument, NULL, 'w' },
         { "label", required_argument, NULL, 'l' },
         { "verbose", no_argument, NULL, 'v' },
+        { "push", required_argument, NULL, OPT_PUSH },
+        { "push-token-file", required_argument, NULL, OPT_PUSH_TOKEN },
+        { "push-buffer", required_argument, NULL, OPT_PUSH_BUFFER },
+        { "push-spool", required_argument, NULL, OPT_PUSH_SPOOL },
         { NULL, 0, NULL, 0 },
     };
     bool agent = strcmp(r->cmd, "agent") == 0;
@@ -161,7 +202,17 @@ static int record_parse(record_args *r, int argc, char **argv)
         if ((st = record_opt(r, c)) != 0)
             return st;
     }
-    return em_cli_args(r->cmd, r->dir, argc, argv, 0, 0);
+    if (r->push_url == NULL && (r->push_token_file != NULL ||
+                                r->push_spool != NULL || r->push_buffer))
+        return em_cli_fail(2, r->cmd, "--push-token-file, --push-buffer and "
+                           "--push-spool go with --push URL");
+    if (agent && r->dir == NULL && r->push_url == NULL) {
+        em_cli_fail(2, r->cmd, "missing -d DIR (the database) or --push URL");
+        return em_cli_usage(r->cmd);
+    }
+    /* with --push, -d is optional: without it the agent only pushes */
+    return em_cli_args(r->cmd, r->dir != NULL || r->push_url == NULL
+                       ? r->dir : "", argc, argv, 0, 0);
 }
 
 /* Whether the run can start: the sampler's requirements and the target
@@ -181,6 +232,130 @@ static int record_ready(const record_args *r)
         fclose(f);
     }
     return 0;
+}
+
+/* ---- --push ----------------------------------------------------------------- */
+
+/* The token: the file's content, trailing whitespace removed. */
+static int push_token_load(record_args *r)
+{
+    FILE *f = fopen(r->push_token_file, "rb");
+    size_t n;
+
+    if (f == NULL)
+        return em_cli_fail(1, r->cmd, "--push-token-file %s: %s",
+                           r->push_token_file, strerror(errno));
+    if ((r->push_token = em_malloc(PUSH_TOKEN_MAX + 1)) == NULL) {
+        fclose(f);
+        return em_cli_fail(1, r->cmd, "out of memory");
+    }
+    n = fread(r->push_token, 1, PUSH_TOKEN_MAX, f);
+    fclose(f);
+    while (n > 0 && strchr(" \t\r\n", r->push_token[n - 1]) != NULL)
+        n--;
+    r->push_token[n] = '\0';
+    if (n == 0 || strlen(r->push_token) != n)
+        return em_cli_fail(1, r->cmd, "--push-token-file %s: the token is "
+                           "empty or holds a NUL byte", r->push_token_file);
+    return 0;
+}
+
+static void push_log(void *ctx, const char *line)
+{
+    fprintf(stderr, "ember %s: %s\n", ((const record_args *)ctx)->cmd, line);
+}
+
+/* The agent's on_window: the set spooled for the server. A window that
+** cannot be spooled is lost, said and not fatal: with -d the database
+** still gets it, and the next window may fit. */
+static int push_window(void *ctx, const em_pset *set)
+{
+    record_args *r = ctx;
+    int rc = em_push_pset(r->pusher, set, PUSH_APP, NULL);
+
+    if (rc == EMBER_ENOMEM)
+        return rc;
+    if (rc == EMBER_OK)
+        r->push_windows++;
+    else if (rc != EMBER_ELIMIT)    /* ELIMIT: the pusher logged the drop */
+        fprintf(stderr, "ember %s: push: a window not spooled: %s\n", r->cmd,
+                em_errmsg());
+    return EMBER_OK;
+}
+
+/* The agent's extra_values: each push count's change since the last. */
+static void push_values(void *ctx, uint64_t *v)
+{
+    record_args *r = ctx;
+    ember_pusher_stats st = { .sz = sizeof st };
+    uint64_t now[PUSH_NMETRICS];
+
+    ember_pusher_stats_get(r->pusher, &st);
+    now[0] = st.sent_windows;
+    now[1] = st.sent_profiles;
+    now[2] = st.dropped_windows;
+    now[3] = st.dropped_bytes;
+    now[4] = st.refused_profiles;
+    now[5] = st.retries;
+    for (size_t i = 0; i < PUSH_NMETRICS; i++) {
+        v[i] = now[i] - r->push_last[i];
+        r->push_last[i] = now[i];
+    }
+}
+
+/* Opens the pusher and hooks it to the agent's windows. */
+static int push_open(record_args *r)
+{
+    ember_pusher_opts po = { .sz = sizeof po, .log = push_log, .log_ctx = r };
+    int st;
+
+    if (r->push_token_file != NULL && (st = push_token_load(r)) != 0)
+        return st;
+    if (r->push_spool == NULL && r->dir != NULL) {
+        snprintf(r->push_spool_buf, sizeof r->push_spool_buf,
+                 "%s/push-spool", r->dir);
+        r->push_spool = r->push_spool_buf;
+    }
+    po.spool_dir = r->push_spool != NULL ? r->push_spool : PUSH_SPOOL_DEFAULT;
+    po.buffer_bytes = r->push_buffer;
+    po.token = r->push_token;
+    if (ember_pusher_open(r->push_url, &po, &r->pusher) != EMBER_OK)
+        return em_cli_fail(1, r->cmd, "--push %s: %s", r->push_url,
+                           em_errmsg());
+    r->opts.on_window = push_window;
+    r->opts.window_ctx = r;
+    r->opts.extra_names = push_metrics;
+    r->opts.nextra = PUSH_NMETRICS;
+    r->opts.extra_values = push_values;
+    return 0;
+}
+
+/* Gives the sender a while to deliver what is queued, says what became of
+** the windows, and closes the pusher. */
+static void push_close(record_args *r)
+{
+    ember_pusher_stats st = { .sz = sizeof st };
+
+    if (r->pusher == NULL)
+        return;
+    (void)ember_pusher_flush(r->pusher, PUSH_FLUSH_MS);
+    ember_pusher_stats_get(r->pusher, &st);
+    fprintf(stderr, "ember %s: push: %llu windows spooled, %llu sent (%llu "
+            "profiles, %llu bytes), %llu queued (%llu bytes, sent at the "
+            "next start), %llu dropped for a full buffer (%llu bytes), "
+            "%llu profiles refused, %llu retries\n", r->cmd,
+            (unsigned long long)r->push_windows,
+            (unsigned long long)st.sent_windows,
+            (unsigned long long)st.sent_profiles,
+            (unsigned long long)st.sent_bytes,
+            (unsigned long long)st.queued_windows,
+            (unsigned long long)st.queued_bytes,
+            (unsigned long long)st.dropped_windows,
+            (unsigned long long)st.dropped_bytes,
+            (unsigned long long)st.refused_profiles,
+            (unsigned long long)st.retries);
+    ember_pusher_close(r->pusher);
+    r->pusher = NULL;
 }
 
 static void record_summary(const record_args *r, const em_agent_report *rep,
@@ -221,16 +396,23 @@ static int record_run(const char *cmd, int argc, char **argv)
         return st;
     if ((st = record_ready(&r)) != 0)
         return st;
+    if (r.push_url != NULL && (st = push_open(&r)) != 0)
+        goto out;
     record_stop = 0;
     signals_catch();
-    if (em_cli_open(cmd, r.dir, 0, &db) != EMBER_OK)
-        return 1;
+    if (r.dir != NULL && em_cli_open(cmd, r.dir, 0, &db) != EMBER_OK) {
+        st = 1;
+        goto out;
+    }
     t0 = em_cli_now_ms();
     rc = em_agent_run(db, &r.opts, &record_stop, &rep);
     st = rc == EMBER_OK ? 0 : em_cli_fail(1, cmd, "%s", em_errmsg());
     ember_close(db);
     if (rc == EMBER_OK || rep.windows > 0)
         record_summary(&r, &rep, (double)(em_cli_now_ms() - t0) / 1000.0);
+out:
+    push_close(&r);
+    em_free(r.push_token);
     return st;
 }
 

@@ -76,13 +76,22 @@ const em_cmd em_commands[] = {
       "  -l k=v         a label on every series; repeat for more\n"
       "  -v             a line per window on stderr\n",
       em_cmd_record, false },
-    { "agent", "-d DIR [--frequency 19] [--pid PID] [--window 10s] "
-      "[-l k=v]... [-v]",
+    { "agent", "-d DIR|--push URL [--frequency 19] [--pid PID] "
+      "[--window 10s] [-l k=v]... [-v] [--push-token-file F] "
+      "[--push-buffer SIZE] [--push-spool DIR]",
       "profile continuously with eBPF until SIGINT or SIGTERM",
       "What `ember record` does, without an end: it runs until SIGINT or\n"
       "SIGTERM, then writes the last window and exits 0. Meant for a\n"
       "service manager (docs/sampling.md has a systemd unit). Options as\n"
-      "ember record's, without --duration.\n",
+      "ember record's, without --duration, and:\n"
+      "  --push URL     send each window to a server too (without -d:\n"
+      "                 instead): http://HOST:PORT, https://..., or\n"
+      "                 unix:PATH; Pyroscope's /ingest (docs/server.md)\n"
+      "  --push-token-file F  the bearer token, the file's content\n"
+      "  --push-buffer SIZE   windows kept on disk while the server is\n"
+      "                 away (default 256M); past it the oldest are dropped\n"
+      "  --push-spool DIR     where (default DIR/push-spool, or\n"
+      "                 /var/spool/ember/push without -d)\n",
       em_cmd_agent, false },
     { "query", "-d DIR|--server URL [--from T] [--to T] [--step D] [-o FORMAT] "
       "[--output-file F] [--limit N] [--cum] [--unit U] [--color WHEN] "

@@ -441,6 +441,8 @@ static int server_init(em_server *s, int argc, char **argv)
                  s->opts.dir, DEFAULT_UNIX);
         s->opts.listen[s->opts.nlisten++] = default_listen;
     }
+    if (em_mhd_load() != EMBER_OK)
+        return em_cli_fail(1, "serve", "%s", em_errmsg());
     if (s->opts.token_file != NULL && (st = token_load(s, s->opts.token_file)))
         return st;
     if ((st = log_open(s)) != 0)

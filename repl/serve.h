@@ -25,11 +25,11 @@
 #include <stdio.h>
 #include <sys/socket.h>
 
-#include <microhttpd.h>
 #include <protobuf-c/protobuf-c.h>
 
 #include "engine/engine.h"
 #include "repl/cli.h"
+#include "repl/serve_mhd.h"
 
 #define EM_SERVE_MAX_LISTEN 8
 #define EM_SERVE_MAX_PARAMS 256         /* per request */

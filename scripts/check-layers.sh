@@ -2,8 +2,8 @@
 # check-layers.sh: fails when a file includes a header from a layer above
 # its own. Order, lowest first: engine and proto/ (the generated pprof wire
 # format, which includes nothing of ours) < query, ingest (side by side,
-# never each other) < client (libember's client of `ember serve`), bpf < repl.
-# tests/, bench/, fuzz/ may include anything.
+# never each other) < client (the HTTP client and pusher, over query and
+# ingest), bpf < repl. tests/, bench/, fuzz/ may include anything.
 bad=0
 check() {   # check DIR FORBIDDEN-DIR...
     dir=$1; shift
