@@ -53,7 +53,8 @@ enum {
     EMBER_ENOTFOUND = -5,   /* no such id, series or directory */
     EMBER_ELIMIT = -6,      /* a documented limit was exceeded */
     EMBER_EBUSY = -7,       /* the database is locked or in use */
-    EMBER_EFORMAT = -8      /* not Ember's, or an incompatible format version */
+    EMBER_EFORMAT = -8,     /* not Ember's, or an incompatible format version */
+    EMBER_ETIMEOUT = -9     /* a time limit passed (ember_query_opts) */
 };
 
 typedef struct ember_db ember_db;       /* one open database directory */
@@ -475,6 +476,19 @@ typedef struct ember_query_opts {
                                 ** point per profile */
     int64_t now_ms;             /* "now" for relative times in @; 0: the
                                 ** clock */
+    /* Limits (0: none). Both cover running the query, not rendering it.
+    ** Past them ember_query frees what it made and fails: EMBER_ETIMEOUT
+    ** naming how far it got, or EMBER_ELIMIT "query memory limit of N
+    ** bytes exceeded in WHAT". Added in 0.1.1: a caller built with the
+    ** struct before them (sz = its size then) gets no limits. */
+    int64_t timeout_ms;         /* wall-clock time from the call, checked
+                                ** per chunk read, series built and batch
+                                ** of stacks resolved */
+    uint64_t max_bytes;         /* memory the query's own structures hold
+                                ** at once (merges, names, stacks, series,
+                                ** results), counted through Ember's
+                                ** allocator; decoded chunks belong to the
+                                ** handle's cache (cache_bytes), not here */
 } ember_query_opts;
 
 /* What a query gives. */
@@ -487,7 +501,8 @@ typedef struct ember_result ember_result;
 
 /* Parses, plans and runs the query TEXT on one snapshot of DB. OPTS may be
 ** NULL. A query that does not parse or does not type-check is EMBER_EINVAL
-** with the query, a caret under the spot and what was expected. */
+** with the query, a caret under the spot and what was expected; one past
+** opts' timeout_ms is EMBER_ETIMEOUT, past its max_bytes EMBER_ELIMIT. */
 EMBER_API int ember_query(ember_db *db, const char *text,
                           const ember_query_opts *opts, ember_result **out);
 EMBER_API void ember_result_free(ember_result *r);      /* NULL: no-op */
