@@ -108,10 +108,54 @@ static int h_ready(em_req *rq, em_resp *rs)
 
 /* ---- /api/v1/query ------------------------------------------------------------- */
 
+/* A request's own timeout: the `timeout` parameter (a duration), else on
+** a Connect route the Connect-Timeout-Ms header; 0 when none. */
+static int request_timeout(em_req *rq, int64_t *ms)
+{
+    const char *v = em_req_param(rq, "timeout");
+    char *end;
+
+    *ms = 0;
+    if (v == NULL && rq->route != NULL && rq->route->connect &&
+        (v = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND,
+                                         "Connect-Timeout-Ms")) != NULL) {
+        errno = 0;
+        *ms = (int64_t)strtoll(v, &end, 10);
+        return errno == 0 && end != v && *end == '\0' && *ms > 0
+               ? EMBER_OK : EMBER_EINVAL;
+    }
+    if (v == NULL)
+        return EMBER_OK;
+    return em_duration_parse(v, ms) == EMBER_OK && *ms > 0 ? EMBER_OK
+                                                           : EMBER_EINVAL;
+}
+
+int em_serve_query_limits(em_req *rq, em_resp *rs, ember_query_opts *o,
+                          bool *bad)
+{
+    const em_serve_opts *so = &rq->srv->opts;
+    int64_t ms;
+
+    o->timeout_ms = so->query_timeout_ms;
+    o->max_bytes = so->query_max_bytes;
+    if (request_timeout(rq, &ms) != EMBER_OK) {
+        *bad = true;
+        if (rq->route != NULL && rq->route->connect)
+            return em_connect_error(rs, "invalid_argument", "timeout: "
+                                    "expected a positive duration");
+        return em_resp_error(rs, 400, "bad_data", "timeout=%s: expected a "
+                             "duration such as 500ms or 10s",
+                             em_req_param(rq, "timeout"));
+    }
+    if (ms > 0 && (o->timeout_ms == 0 || ms < o->timeout_ms))
+        o->timeout_ms = ms;             /* less than the server's, not more */
+    return EMBER_OK;
+}
+
 typedef struct query_params {
     const char *text, *format, *unit;
     ember_query_opts q;
-    ember_render_opts r;
+    em_render_opts r;
 } query_params;
 
 static int query_params_read(em_req *rq, em_resp *rs, query_params *p,
@@ -124,7 +168,7 @@ static int query_params_read(em_req *rq, em_resp *rs, query_params *p,
     p->text = em_req_param(rq, "query");
     p->format = em_req_param(rq, "format");
     p->q = (ember_query_opts){ .sz = sizeof p->q };
-    p->r = (ember_render_opts){ .sz = sizeof p->r };
+    p->r = (em_render_opts){ .sz = sizeof p->r, .query = p->text };
     if (p->text == NULL || p->text[0] == '\0') {
         *bad = true;
         return em_resp_error(rs, 400, "bad_data", "query: the parameter "
@@ -136,7 +180,8 @@ static int query_params_read(em_req *rq, em_resp *rs, query_params *p,
         (rc = param_time(rq, rs, "to", &p->q.to_ms, bad)) || *bad ||
         (rc = param_count(rq, rs, "limit", SIZE_MAX, 0, &limit, bad)) ||
         *bad ||
-        (rc = param_count(rq, rs, "width", 100000, 0, &width, bad)) || *bad)
+        (rc = param_count(rq, rs, "width", 100000, 0, &width, bad)) || *bad ||
+        (rc = em_serve_query_limits(rq, rs, &p->q, bad)) || *bad)
         return rc;
     if (step != NULL && (em_duration_parse(step, &p->q.step_ms) != EMBER_OK
                          || p->q.step_ms <= 0)) {
@@ -151,26 +196,94 @@ static int query_params_read(em_req *rq, em_resp *rs, query_params *p,
     return EMBER_OK;
 }
 
+/* What a streamed query answer renders: the result and how, owned (the
+** strings copied: the request's parameters die with the request, which
+** may end before the stream does). */
+typedef struct query_render {
+    ember_result *r;
+    char *format, *text, *unit;
+    em_render_opts o;
+} query_render;
+
+static void query_render_free(void *ctx)
+{
+    query_render *qr = ctx;
+
+    ember_result_free(qr->r);
+    em_free(qr->format);
+    em_free(qr->text);
+    em_free(qr->unit);
+    em_free(qr);
+}
+
+static int query_render_run(void *ctx, FILE *f)
+{
+    const query_render *qr = ctx;
+
+    return em_render_result(f, qr->r, qr->format, &qr->o);
+}
+
+/* Hands R (taken) and P's render options to a new stream in RS. */
+static int query_stream(em_resp *rs, const query_params *p, ember_result *r)
+{
+    query_render *qr = em_calloc(1, sizeof *qr);
+    int rc = EMBER_ENOMEM;
+
+    if (qr != NULL) {
+        qr->r = r;
+        qr->o = p->r;
+        qr->format = em_strdup(p->format);
+        qr->text = em_strdup(p->text);
+        qr->unit = p->r.unit != NULL ? em_strdup(p->r.unit) : NULL;
+        qr->o.query = qr->text;
+        qr->o.unit = qr->unit;
+        if (qr->format != NULL && qr->text != NULL &&
+            (p->r.unit == NULL || qr->unit != NULL))
+            rc = em_stream_new(query_render_run, query_render_free, qr,
+                               &rs->stream);
+    }
+    if (rc != EMBER_OK) {
+        if (qr == NULL)
+            ember_result_free(r);
+        else
+            query_render_free(qr);
+        return em_resp_ember(rs, em_err(EMBER_ENOMEM, "query: out of "
+                                        "memory for its answer"));
+    }
+    rs->ctype = format_ctype(p->format);
+    return EMBER_OK;
+}
+
+/* Runs the query, then streams its answer as it renders: the status is
+** decided once the query has run (a timeout is 504, a memory limit 422,
+** a format that does not fit the result's kind 400), so that only what
+** renders is streamed. */
 static int h_query(em_req *rq, em_resp *rs)
 {
     query_params p;
     ember_result *r = NULL;
-    char *out = NULL;
-    size_t len = 0;
     bool bad = false;
     int rc = query_params_read(rq, rs, &p, &bad);
 
     if (rc != EMBER_OK || bad)
         return rc;
-    rc = ember_query(rq->srv->db, p.text, &p.q, &r);
-    if (rc == EMBER_OK)
-        rc = ember_result_render(rq->srv->db, r, p.format, &p.r, &out, &len);
-    ember_result_free(r);
-    if (rc != EMBER_OK)
+    /* pprof reads the symbols itself, as `ember query -o pprof` does */
+    rc = em_query_run(rq->srv->db, p.text, &p.q,
+                      strcmp(p.format, "pprof") == 0 ? EM_QUERY_IDS_ONLY : 0,
+                      &r);
+    if (rc == EMBER_OK && !em_render_fits(ember_result_kind(r), p.format)) {
+        char *out = NULL;       /* says which formats fit, as the CLI */
+        size_t len;
+        rc = ember_result_render(NULL, r, p.format, NULL, &out, &len);
+        em_free(out);
+        rc = rc != EMBER_OK ? rc : em_err(EMBER_EINVAL, "format %s",
+                                          p.format);
+    }
+    if (rc != EMBER_OK) {
+        ember_result_free(r);
         return em_resp_ember(rs, rc);
-    rs->ctype = format_ctype(p.format);
-    rs->body = (em_buf){ .p = (uint8_t *)out, .len = len, .cap = len + 1 };
-    return EMBER_OK;
+    }
+    return query_stream(rs, &p, r);
 }
 
 /* ---- metadata: labels, values, types, series ------------------------------------ */
