@@ -217,11 +217,19 @@ extern const double em_serve_buckets[EM_SERVE_NBUCKETS];
 ** end without its last chunk). Runs on a thread of its own. */
 typedef int (*em_stream_fn)(void *ctx, FILE *f);
 
-/* A stream that will run FN(CTX) when the body is first read and then
-** FREE_CTX(CTX) (may be NULL) when both the request and the response are
-** done with it. On failure nothing is taken: the caller frees CTX. */
+/* A stream that will run FN(CTX) once begun and then FREE_CTX(CTX) (may
+** be NULL) when both the request and the response are done with it. On
+** failure nothing is taken: the caller frees CTX. */
 int em_stream_new(em_stream_fn fn, void (*free_ctx)(void *), void *ctx,
                   em_stream **out);
+/* Starts S's producer and waits until it ends or fills the buffer (as
+** long as rendering inline would have taken). When it ended, *ENDED is
+** set and WHOLE gets all it wrote, or the code and message of its
+** failure are returned: answer as with any buffer, then drop S. Else S is
+** to be streamed (em_stream_response). */
+int em_stream_begin(em_stream *s, em_buf *whole, bool *ended);
+/* Runs FN(CTX) here, into OUT: for answers known to be small. */
+int em_stream_render_whole(em_stream_fn fn, void *ctx, em_buf *out);
 /* A response of unknown length (chunked) reading S on CONN; it holds S
 ** until libmicrohttpd destroys it. NULL when out of memory. */
 struct MHD_Response *em_stream_response(em_stream *s,

@@ -223,45 +223,85 @@ static int query_render_run(void *ctx, FILE *f)
     return em_render_result(f, qr->r, qr->format, &qr->o);
 }
 
-/* Hands R (taken) and P's render options to a new stream in RS. */
-static int query_stream(em_resp *rs, const query_params *p, ember_result *r)
+/* What renders R (taken; freed on failure too) as P says, in *OUT. */
+static int query_render_new(const query_params *p, ember_result *r,
+                            query_render **out)
 {
     query_render *qr = em_calloc(1, sizeof *qr);
-    int rc = EMBER_ENOMEM;
 
-    if (qr != NULL) {
-        qr->r = r;
-        qr->o = p->r;
-        qr->format = em_strdup(p->format);
-        qr->text = em_strdup(p->text);
-        qr->unit = p->r.unit != NULL ? em_strdup(p->r.unit) : NULL;
-        qr->o.query = qr->text;
-        qr->o.unit = qr->unit;
-        if (qr->format != NULL && qr->text != NULL &&
-            (p->r.unit == NULL || qr->unit != NULL))
-            rc = em_stream_new(query_render_run, query_render_free, qr,
-                               &rs->stream);
+    *out = NULL;
+    if (qr == NULL) {
+        ember_result_free(r);
+        return em_err(EMBER_ENOMEM, "query: out of memory for its answer");
     }
-    if (rc != EMBER_OK) {
-        if (qr == NULL)
-            ember_result_free(r);
-        else
-            query_render_free(qr);
-        return em_resp_ember(rs, em_err(EMBER_ENOMEM, "query: out of "
-                                        "memory for its answer"));
+    qr->r = r;
+    qr->o = p->r;
+    qr->format = em_strdup(p->format);
+    qr->text = em_strdup(p->text);
+    qr->unit = p->r.unit != NULL ? em_strdup(p->r.unit) : NULL;
+    qr->o.query = qr->text;
+    qr->o.unit = qr->unit;
+    if (qr->format == NULL || qr->text == NULL ||
+        (p->r.unit != NULL && qr->unit == NULL)) {
+        query_render_free(qr);
+        return em_err(EMBER_ENOMEM, "query: out of memory for its answer");
     }
-    rs->ctype = format_ctype(p->format);
+    *out = qr;
     return EMBER_OK;
+}
+
+/* Results of at most this many frames, points or rows render inline:
+** their answers are small (some hundreds of KiB at most), and a render
+** thread's start and hand-offs would cost more than rendering them. */
+#define INLINE_ITEMS 16384
+
+/* The frames, points or rows R holds (a pprof's bytes / 16). */
+static size_t query_items(const ember_result *r)
+{
+    size_t n = r->nrows;
+
+    for (size_t g = 0; g < r->ngroups; g++)
+        n += r->groups[g].prof.nframes + r->groups[g].pprof_len / 16;
+    for (size_t i = 0; i < r->nseries; i++)
+        n += r->series[i].n;
+    return n;
+}
+
+/* Renders QR (taken) into RS: inline when small; else through a stream,
+** whole when it fits the stream's buffer, else streamed (RS's stream). */
+static int query_answer(em_resp *rs, query_render *qr)
+{
+    bool ended = false;
+    int rc;
+
+    if (query_items(qr->r) <= INLINE_ITEMS) {
+        rc = em_stream_render_whole(query_render_run, qr, &rs->body);
+        query_render_free(qr);
+        return rc;
+    }
+    if ((rc = em_stream_new(query_render_run, query_render_free, qr,
+                            &rs->stream)) != EMBER_OK) {
+        query_render_free(qr);
+        return rc;
+    }
+    rc = em_stream_begin(rs->stream, &rs->body, &ended);
+    if (ended) {                /* a buffer's answer, as any other */
+        em_stream_unref(rs->stream);
+        rs->stream = NULL;
+    }
+    return rc;
 }
 
 /* Runs the query, then streams its answer as it renders: the status is
 ** decided once the query has run (a timeout is 504, a memory limit 422,
 ** a format that does not fit the result's kind 400), so that only what
-** renders is streamed. */
+** renders is streamed; an answer that fits the stream's buffer goes whole,
+** with its length. */
 static int h_query(em_req *rq, em_resp *rs)
 {
     query_params p;
     ember_result *r = NULL;
+    query_render *qr = NULL;
     bool bad = false;
     int rc = query_params_read(rq, rs, &p, &bad);
 
@@ -279,11 +319,13 @@ static int h_query(em_req *rq, em_resp *rs)
         rc = rc != EMBER_OK ? rc : em_err(EMBER_EINVAL, "format %s",
                                           p.format);
     }
-    if (rc != EMBER_OK) {
+    if (rc == EMBER_OK)
+        rc = query_render_new(&p, r, &qr);
+    else
         ember_result_free(r);
-        return em_resp_ember(rs, rc);
-    }
-    return query_stream(rs, &p, r);
+    if (rc == EMBER_OK && (rc = query_answer(rs, qr)) == EMBER_OK)
+        rs->ctype = format_ctype(p.format);
+    return rc == EMBER_OK ? EMBER_OK : em_resp_ember(rs, rc);
 }
 
 /* ---- metadata: labels, values, types, series ------------------------------------ */

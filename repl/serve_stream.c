@@ -5,7 +5,15 @@
 ** bounded buffer, written by a producer thread of the answer's own and
 ** drained by libmicrohttpd's content reader on the daemon's thread.
 **
-** Nothing blocks the daemon's thread: when the buffer is empty the reader
+** A handler that expects a small answer renders it inline instead
+** (em_stream_render_whole): a thread and its hand-offs cost more than a
+** small render. Otherwise the handler starts the producer and waits until
+** it has ended or filled
+** the buffer, as long as rendering inline took: an answer that fits is
+** sent whole, with its length, and nothing more happens (most answers:
+** the thread costs tens of microseconds, suspending and resuming a
+** connection more). A larger one is streamed, and from then on nothing
+** blocks the daemon's thread: when the buffer is empty the reader
 ** suspends the connection (MHD_suspend_connection, allowed from a content
 ** reader) and the producer resumes it once it has written more or ended.
 ** The producer waits while the buffer is full, so a slow client holds at
@@ -15,8 +23,7 @@
 ** sent for the log and metrics) and the response; the last of them frees
 ** it. The response's end (completion, a client gone, the daemon stopping)
 ** cancels the producer, whose next write then fails, and joins it, so no
-** producer outlives its response. The producer starts on the first read:
-** a HEAD request, whose body libmicrohttpd never reads, runs none.
+** producer outlives its response.
 */
 #include <errno.h>
 #include <stdlib.h>
@@ -29,12 +36,14 @@
 
 struct em_stream {
     pthread_mutex_t mu;
-    pthread_cond_t room;            /* the buffer has room, or cancelled */
+    pthread_cond_t room;            /* the buffer has room, is full, or
+                                    ** the producer ended or is cancelled */
     uint8_t *buf;                   /* a ring of EM_STREAM_BUF bytes */
     size_t head, len;               /* first unread byte, bytes unread */
-    bool started, done, cancelled;
+    bool started, joined, done, cancelled;
     bool suspended;                 /* the reader suspended the connection */
     int rc;                         /* the producer's result, once done */
+    char msg[512];                  /* ... and its message when it failed */
     pthread_t thread;
     struct MHD_Connection *conn;
     _Atomic uint64_t sent;          /* bytes handed to libmicrohttpd */
@@ -103,7 +112,8 @@ static ssize_t stream_write(void *cookie, const char *p, size_t n)
     while (done < n && !s->cancelled) {
         size_t tail = (s->head + s->len) % EM_STREAM_BUF;
         size_t k = EM_STREAM_BUF - s->len;
-        if (k == 0) {
+        if (k == 0) {           /* full: em_stream_begin waits for it */
+            pthread_cond_broadcast(&s->room);
             pthread_cond_wait(&s->room, &s->mu);
             continue;
         }
@@ -136,7 +146,10 @@ static void *producer(void *arg)
         rc = em_err(EMBER_EIO, "the client went away");
     pthread_mutex_lock(&s->mu);
     s->rc = rc;
+    if (rc != EMBER_OK)
+        snprintf(s->msg, sizeof s->msg, "%s", ember_errmsg(NULL));
     s->done = true;
+    pthread_cond_broadcast(&s->room);   /* em_stream_begin waits for it */
     wake_reader(s);
     pthread_mutex_unlock(&s->mu);
     return NULL;
@@ -154,13 +167,6 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)
 
     (void)pos;
     pthread_mutex_lock(&s->mu);
-    if (!s->started) {
-        s->started = pthread_create(&s->thread, NULL, producer, s) == 0;
-        if (!s->started) {
-            pthread_mutex_unlock(&s->mu);
-            return MHD_CONTENT_READER_END_WITH_ERROR;
-        }
-    }
     while (n < max && s->len > 0) {
         size_t k = s->len < EM_STREAM_BUF - s->head ? s->len
                                                     : EM_STREAM_BUF - s->head;
@@ -195,9 +201,56 @@ static void stream_end(void *cls)
     s->cancelled = true;
     pthread_cond_broadcast(&s->room);
     pthread_mutex_unlock(&s->mu);
-    if (s->started)
+    if (s->started && !s->joined)
         pthread_join(s->thread, NULL);
     em_stream_unref(s);
+}
+
+int em_stream_begin(em_stream *s, em_buf *whole, bool *ended)
+{
+    int rc = EMBER_OK;
+
+    *ended = false;
+    pthread_mutex_lock(&s->mu);
+    s->started = pthread_create(&s->thread, NULL, producer, s) == 0;
+    while (s->started && !s->done && s->len < EM_STREAM_BUF)
+        pthread_cond_wait(&s->room, &s->mu);
+    *ended = !s->started || s->done;
+    pthread_mutex_unlock(&s->mu);
+    if (!*ended)
+        return EMBER_OK;
+    if (s->started) {
+        pthread_join(s->thread, NULL);
+        s->joined = true;
+    }
+    if (!s->started)
+        rc = em_err(EMBER_ENOMEM, "no thread for an answer");
+    else if (s->rc != EMBER_OK)
+        rc = em_err(s->rc, "%s", s->msg);
+    else if (em_buf_put(whole, s->buf, s->len) != EMBER_OK)
+        rc = em_err(EMBER_ENOMEM, "an answer of %zu bytes", s->len);
+    return rc;
+}
+
+/* The cookie write of em_stream_render_whole. */
+static ssize_t whole_write(void *cookie, const char *p, size_t n)
+{
+    if (em_buf_put(cookie, p, n) != EMBER_OK) {
+        errno = ENOMEM;
+        return -1;
+    }
+    return (ssize_t)n;
+}
+
+int em_stream_render_whole(em_stream_fn fn, void *ctx, em_buf *out)
+{
+    cookie_io_functions_t io = { .write = whole_write };
+    FILE *f = fopencookie(out, "w", io);
+    int rc = f != NULL ? fn(ctx, f) : em_err(EMBER_ENOMEM, "an answer");
+
+    if (f != NULL && fclose(f) != 0 && rc == EMBER_OK)
+        rc = em_err(EMBER_ENOMEM, "an answer of %zu bytes", out->len);
+    return rc;
 }
 
 struct MHD_Response *em_stream_response(em_stream *s,

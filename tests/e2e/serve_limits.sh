@@ -6,7 +6,7 @@
 # timeout, which may lower the server's but never raise it), past its
 # memory 422 with errorType limit; an answer is sent chunked and equals
 # `ember query -d` of the same query; the access log and the metrics count
-# its bytes; a HEAD runs no render; clients that go away mid-answer leave
+# its bytes; a HEAD gets the headers; clients that go away mid-answer leave
 # the server answering, and it stops cleanly (under ASan: nothing leaked).
 # No check reads a clock: 1 ms is a thousandth of what the query needs.
 set -eu
@@ -81,17 +81,40 @@ curl -sv -G --data-urlencode "query=$query" -d format=collapsed "$(url /api/v1/q
 grep -qi '^< Transfer-Encoding: chunked' "$tmp/headers" || fail "not chunked: $(cat "$tmp/headers")"
 cmp -s "$tmp/http" "$tmp/cli" || fail "the streamed answer differs from ember query -d"
 size=$(wc -c < "$tmp/cli")
-sleep 0.2   # the log line is written when the request completes
+# the log line is written when the request completes, after curl's end
+for _ in $(seq 100); do
+  grep -q "\"GET /api/v1/query HTTP/1.1\" 200 $size " "$tmp/log" && break
+  sleep 0.1
+done
 grep -q "\"GET /api/v1/query HTTP/1.1\" 200 $size " "$tmp/log" ||
   fail "the access log does not count the $size bytes streamed: $(grep query "$tmp/log" | tail -2)"
-curl -s "$(url /metrics)" > "$tmp/metrics"
-sent=$(sed -n 's/^ember_http_response_body_bytes_total{path="\/api\/v1\/query"} //p' "$tmp/metrics")
+for _ in $(seq 100); do   # counted just after the log line
+  sent=$(curl -s "$(url /metrics)" |
+    sed -n 's/^ember_http_response_body_bytes_total{path="\/api\/v1\/query"} //p')
+  [ "$sent" -ge "$size" ] && break
+  sleep 0.1
+done
 [ "$sent" -ge "$size" ] || fail "metrics count $sent response bytes, below $size"
 for fmt in json svg top tree; do
   q -d format=$fmt > /dev/null
   $EMBER query -d "$db" -o $fmt "$query" > "$tmp/cli_$fmt"
   cmp -s "$tmp/body" "$tmp/cli_$fmt" || fail "format $fmt over HTTP differs from the CLI's"
 done
+# pprof streams too, the CLI's bytes, and go tool pprof reads it by URL
+curl -sv -G --data-urlencode "query=$query" -d format=pprof "$(url /api/v1/query)" \
+  -o "$tmp/http.pb.gz" 2> "$tmp/headers" || fail "pprof query: curl failed"
+grep -qi '^< Transfer-Encoding: chunked' "$tmp/headers" || fail "pprof not chunked"
+$EMBER query -d "$db" -o pprof "$query" > "$tmp/cli.pb.gz"
+cmp -s "$tmp/http.pb.gz" "$tmp/cli.pb.gz" || fail "pprof over HTTP differs from the CLI's"
+if command -v go > /dev/null 2>&1; then
+  . tests/e2e/lib/pprof_compare.sh
+  enc=$(printf '%s' "$query" | od -An -tx1 | tr -d ' \n' | sed 's/../%&/g')
+  PPROF_TMPDIR=$tmp HOME=$tmp GOCACHE=$tmp/gocache \
+    pc_top "$(url "/api/v1/query?format=pprof&query=$enc")" | pc_rows > "$tmp/go_rows"
+  $EMBER query -d "$db" -o top "$query" | pc_rows > "$tmp/ember_rows"
+  [ -s "$tmp/go_rows" ] || fail "go tool pprof read nothing from the URL"
+  cmp -s "$tmp/go_rows" "$tmp/ember_rows" || fail "go tool pprof -top URL differs"
+fi
 # a format that does not fit the result is refused before anything streams
 expect 400 bad_data 'csv' -d format=csv
 # HEAD answers the headers alone
