@@ -479,8 +479,8 @@ typedef struct ember_query_opts {
     /* Limits (0: none). Both cover running the query, not rendering it.
     ** Past them ember_query frees what it made and fails: EMBER_ETIMEOUT
     ** naming how far it got, or EMBER_ELIMIT "query memory limit of N
-    ** bytes exceeded in WHAT". Added in 0.1.1: a caller built with the
-    ** struct before them (sz = its size then) gets no limits. */
+    ** bytes exceeded in WHAT". A caller built before these two fields
+    ** (its sz the struct's size then) gets no limits. */
     int64_t timeout_ms;         /* wall-clock time from the call, checked
                                 ** per chunk read, series built and batch
                                 ** of stacks resolved */

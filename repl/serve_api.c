@@ -393,7 +393,8 @@ static int set_answer(em_resp *rs, em_strset *set, bool raw)
 ** of the query language (match[]); one that does not parse, or that is
 ** more than a selector, is refused by the query's own checks. */
 static int table_rows(ember_db *db, const char *fn, const char *sel,
-                      const char *name, em_strset *set)
+                      const char *name, const ember_query_opts *o,
+                      em_strset *set)
 {
     char *text = NULL;
     ember_result *r = NULL;
@@ -403,7 +404,7 @@ static int table_rows(ember_db *db, const char *fn, const char *sel,
                  name != NULL && sel != NULL ? ", " : "",
                  sel != NULL ? sel : "") < 0)
         return em_err(EMBER_ENOMEM, "out of memory for a query");
-    rc = ember_query(db, text, NULL, &r);
+    rc = ember_query(db, text, o, &r);
     if (rc == EMBER_OK && ember_result_kind(r) != EMBER_RESULT_TABLE)
         rc = em_err(EMBER_EINVAL, "match[]=%s: not a selector", sel);
     for (size_t i = 0; rc == EMBER_OK && i < ember_result_rows(r); i++)
@@ -420,14 +421,18 @@ static int table_union(em_req *rq, em_resp *rs, const char *fn,
 {
     const char *match[MAX_MATCH];
     size_t nmatch = em_req_params(rq, "match[]", match, MAX_MATCH);
+    ember_query_opts o = { .sz = sizeof o };
     em_strset set = { 0 };
-    int rc = EMBER_OK;
+    bool bad = false;
+    int rc = em_serve_query_limits(rq, rs, &o, &bad);
 
+    if (rc != EMBER_OK || bad)
+        return rc;
     if (name != NULL && em_label_name_check(name) != EMBER_OK)
         return em_resp_ember(rs, EMBER_EINVAL);
     for (size_t i = 0; i < (nmatch > 0 ? nmatch : 1) && rc == EMBER_OK; i++)
         rc = table_rows(rq->srv->db, fn, nmatch > 0 ? match[i] : NULL, name,
-                        &set);
+                        &o, &set);
     rc = rc == EMBER_OK ? set_answer(rs, &set, false) : rc;
     em_strset_free(&set);
     return rc == EMBER_OK ? EMBER_OK : em_resp_ember(rs, rc);
@@ -481,10 +486,9 @@ static int series_object(const ember_result *r, size_t i, em_buf *k)
 
 /* Adds to SET the label sets of the series MATCH selects in [FROM, TO]:
 ** the series of total(MATCH), one per stored series. */
-static int series_rows(ember_db *db, const char *match, int64_t from,
-                       int64_t to, em_strset *set)
+static int series_rows(ember_db *db, const char *match,
+                       const ember_query_opts *o, em_strset *set)
 {
-    ember_query_opts o = { .sz = sizeof o, .from_ms = from, .to_ms = to };
     ember_result *r = NULL;
     em_buf k = { 0 };
     char *text = NULL;
@@ -492,7 +496,7 @@ static int series_rows(ember_db *db, const char *match, int64_t from,
 
     if (asprintf(&text, "total(%s)", match) < 0)
         return em_err(EMBER_ENOMEM, "out of memory for a query");
-    if ((rc = ember_query(db, text, &o, &r)) != EMBER_OK)
+    if ((rc = ember_query(db, text, o, &r)) != EMBER_OK)
         rc = em_err_prefix(rc, "match[]=%s", match);
     for (size_t i = 0; rc == EMBER_OK && i < ember_result_series_count(r);
          i++) {
@@ -510,19 +514,21 @@ static int h_series(em_req *rq, em_resp *rs)
 {
     const char *match[MAX_MATCH];
     size_t nmatch = em_req_params(rq, "match[]", match, MAX_MATCH);
-    int64_t from, to;
+    ember_query_opts o = { .sz = sizeof o };
     bool bad = false;
     em_strset set = { 0 };
     int rc = EMBER_OK;
 
-    if ((rc = param_time(rq, rs, "start", &from, &bad)) != EMBER_OK || bad ||
-        (rc = param_time(rq, rs, "end", &to, &bad)) != EMBER_OK || bad)
+    if ((rc = param_time(rq, rs, "start", &o.from_ms, &bad)) != EMBER_OK ||
+        bad ||
+        (rc = param_time(rq, rs, "end", &o.to_ms, &bad)) != EMBER_OK || bad ||
+        (rc = em_serve_query_limits(rq, rs, &o, &bad)) != EMBER_OK || bad)
         return rc;
     if (nmatch == 0)
         return em_resp_error(rs, 400, "bad_data", "match[]: at least one "
                              "selector is needed");
     for (size_t i = 0; i < nmatch && rc == EMBER_OK; i++)
-        rc = series_rows(rq->srv->db, match[i], from, to, &set);
+        rc = series_rows(rq->srv->db, match[i], &o, &set);
     rc = rc == EMBER_OK ? set_answer(rs, &set, true) : rc;
     em_strset_free(&set);
     return rc == EMBER_OK ? EMBER_OK : em_resp_ember(rs, rc);

@@ -74,6 +74,11 @@ start
 expect 504 timeout 'query time limit of 2 ms exceeded' -d timeout=2ms
 expect 400 bad_data 'timeout=soon' -d timeout=soon
 [ "$(q -d format=collapsed)" = 200 ] || fail "the default limits refused the query"
+# the metadata endpoints' queries take the same limits
+[ "$(curl -s -o "$tmp/body" -w '%{http_code}' "$(url '/api/v1/labels?timeout=10s')")" = 200 ] &&
+  grep -q '"service"' "$tmp/body" || fail "labels with a timeout: $(cat "$tmp/body")"
+[ "$(curl -s -o "$tmp/body" -w '%{http_code}' "$(url '/api/v1/types?timeout=never')")" = 400 ] ||
+  fail "types with a bad timeout: $(cat "$tmp/body")"
 
 # ---- streaming ----------------------------------------------------------------
 curl -sv -G --data-urlencode "query=$query" -d format=collapsed "$(url /api/v1/query)" \
