@@ -11,37 +11,14 @@
 # No check reads a clock: 1 ms is a thousandth of what the query needs.
 set -eu
 EMBER=${EMBER:-build/ember}
-tmp=$(mktemp -d)
-pid=
-cleanup() {
-  [ -z "$pid" ] || kill "$pid" 2> /dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; [ ! -f "$tmp/log" ] || tail -5 "$tmp/log" >&2; exit 1; }
+. tests/e2e/lib/serve.sh
+serve_init
 db=$tmp/db
 type='process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta'
 query="$type{service=\"big\"}"
 
-# start ARGS...: a server on a free TCP port ($port)
-start() {
-  $EMBER serve -d "$db" --listen tcp:0 "$@" 2> "$tmp/log" &
-  pid=$!
-  for _ in $(seq 200); do
-    port=$(sed -n 's/.*listening on tcp:127.0.0.1:\([0-9]*\).*/\1/p' "$tmp/log" 2> /dev/null) || true
-    [ -n "$port" ] && return 0
-    kill -0 "$pid" 2> /dev/null || fail "the server exited: $(cat "$tmp/log")"
-    sleep 0.05
-  done
-  fail "the server did not start: $(cat "$tmp/log")"
-}
-stop() {
-  kill -TERM "$pid"
-  st=0
-  wait "$pid" || st=$?
-  pid=
-  [ "$st" = 0 ] || fail "SIGTERM: exit status $st: $(tail -20 "$tmp/log")"
-}
+start() { serve_start "$db" --listen tcp:0 "$@"; }
+stop() { serve_stop; }
 url() { echo "http://127.0.0.1:$port$1"; }
 # q ARGS...: the query over HTTP with ARGS added; body in $tmp/body,
 # status printed
