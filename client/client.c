@@ -91,6 +91,8 @@ static int code_of(long status, const char *type)
 {
     if (type != NULL && strcmp(type, "limit") == 0)
         return EMBER_ELIMIT;
+    if (type != NULL && strcmp(type, "timeout") == 0)
+        return EMBER_ETIMEOUT;
     switch (status) {
     case 400: return EMBER_EINVAL;
     case 401: return EMBER_EINVAL;
@@ -98,6 +100,7 @@ static int code_of(long status, const char *type)
     case 413: return EMBER_ELIMIT;
     case 422: return EMBER_ELIMIT;
     case 503: return EMBER_EBUSY;
+    case 504: return EMBER_ETIMEOUT;
     default: return EMBER_EIO;
     }
 }
@@ -169,17 +172,20 @@ static int get(ember_client *c, em_buf *path, em_http_resp *resp)
 
 /* ---- queries ------------------------------------------------------------------------- */
 
-/* Adds opts' range and step as the server's parameters: times as
-** RFC 3339, which em_time_parse reads back to the millisecond. */
-static int query_params(em_buf *b, const ember_query_opts *o)
+/* Adds OPTS' range, step and time limit as the server's parameters: times
+** as RFC 3339, which em_time_parse reads back to the millisecond. Its
+** memory limit is the server's own (--query-memory). */
+static int query_params(em_buf *b, const ember_query_opts *opts)
 {
+    ember_query_opts q = { 0 }, *o = &q;
     char t[40], step[32];
     int rc = EMBER_OK;
 
-    if (o == NULL)
+    if (opts == NULL)
         return EMBER_OK;
-    if (o->sz == 0)
+    if (opts->sz == 0)
         return em_err(EMBER_EINVAL, "query options: sz is not set");
+    memcpy(&q, opts, opts->sz < sizeof q ? opts->sz : sizeof q);
     if (o->from_ms != 0 || o->to_ms != 0) {
         rc = em_http_param(b, "from", em_time_format(o->from_ms, t));
         if (rc == EMBER_OK)
@@ -188,6 +194,10 @@ static int query_params(em_buf *b, const ember_query_opts *o)
     if (rc == EMBER_OK && o->step_ms != 0) {
         snprintf(step, sizeof step, "%" PRId64 "ms", o->step_ms);
         rc = em_http_param(b, "step", step);
+    }
+    if (rc == EMBER_OK && o->timeout_ms > 0) {
+        snprintf(step, sizeof step, "%" PRId64 "ms", o->timeout_ms);
+        rc = em_http_param(b, "timeout", step);
     }
     return rc;
 }

@@ -49,6 +49,53 @@ void em_alloc_count(bool on);
 /* The most bytes held at once since em_alloc_count(true). */
 uint64_t em_alloc_peak(void);
 
+/* ---- a query's budget (engine/alloc.c) ----------------------------------- */
+
+/* What a budget counts progress in, for the message that says how far a
+** query got when its time ran out. */
+enum { EM_STEP_CHUNK = 0,       /* a stored chunk read (engine/read.c) */
+       EM_STEP_SERIES,          /* a series of a series query built */
+       EM_STEP_STACK,           /* stacks resolved to names */
+       EM_STEP_COUNT_ };
+
+/* One query's limits (ember_query_opts' timeout_ms and max_bytes), made
+** the calling thread's own by em_budget_swap for as long as the query
+** runs. Memory is counted at one point, the allocator: every em_malloc,
+** em_calloc and em_realloc of the thread while the budget is its own adds
+** the block's usable size to HELD and each em_free takes it off; one that
+** would take HELD past MAX_BYTES is refused (NULL, as when out of memory:
+** every caller already fails cleanly then) and noted in REFUSED, so that
+** the query tells its ENOMEM from a real one. Time is checked at
+** em_budget_step, which the loops that do a query's work call per chunk,
+** per series, per batch of stacks: never per sample. */
+typedef struct em_budget {
+    int64_t deadline_ns;        /* CLOCK_MONOTONIC; 0: no time limit */
+    int64_t start_ns;           /* when the query started */
+    uint64_t max_bytes;         /* 0: no memory limit */
+    int64_t held, peak;         /* bytes counted now, and at most */
+    uint64_t refused;           /* bytes of the first allocation refused */
+    int64_t refused_held;       /* HELD when it was */
+    bool expired;               /* the deadline passed at a step */
+    uint64_t steps[EM_STEP_COUNT_];     /* progress, by EM_STEP_* */
+} em_budget;
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+int64_t em_mono_ns(void);
+/* Makes B (NULL: none) the calling thread's budget; returns the one it
+** had. A query swaps its own in and the old one back when it ends; code
+** whose memory is not the query's (the handle's chunk cache) swaps NULL
+** in around it. */
+em_budget *em_budget_swap(em_budget *b);
+/* Counts N steps of KIND (EM_STEP_*) on the thread's budget and checks its
+** deadline: EMBER_ETIMEOUT once past it (and at every step after), else
+** EMBER_OK; always EMBER_OK without a budget. Sets no message: the query
+** says how far it got when it ends (em_budget_expired_msg). */
+int em_budget_step(int kind, uint64_t n);
+/* Counts block P (NULL: none) on the thread's budget as if it had just
+** been allocated (ADOPT) or freed (!ADOPT): buffers a handle pools across
+** queries (the merge accumulator) count for the query holding them. */
+void em_budget_hold(void *p, bool adopt);
+
 /* ---- errors (engine/error.c) -------------------------------------------- */
 
 /* Sets the calling thread's message and returns RC, so that the caller can

@@ -90,6 +90,7 @@ EMBER_API const char *ember_strerror(int rc)
     case EMBER_ELIMIT: return "limit exceeded";
     case EMBER_EBUSY: return "database busy";
     case EMBER_EFORMAT: return "not an Ember database of a known format";
+    case EMBER_ETIMEOUT: return "time limit exceeded";
     default: return "unknown error";
     }
 }

@@ -162,41 +162,62 @@ static int chunk_kept(scan *s, const chunk_ref *ref, uint32_t *n)
                                             c->stack_start[i]) };
         *n += (uint32_t)(s->keep[st >> 6] >> (st & 63) & 1);
     }
-    if (memo)
+    if (memo) {                 /* the cache's memory, not a query's */
+        em_budget *b = em_budget_swap(NULL);
         em_ccache_memo_put(cc, ref->ent, s->keep_id, s->kept, *n);
+        em_budget_swap(b);
+    }
     return EMBER_OK;
 }
 
+/* Finds and decodes what the scan needs of one stored chunk into REF;
+** *SKIP when it lies outside the range. */
+static int scan_load(scan *s, const MDB_val *k, const MDB_val *d,
+                     chunk_ref *ref, bool *skip)
+{
+    const em_chunk_header *h = &ref->c.h;
+    bool whole;
+    int rc = chunk_find(s->r, k, d, ref);
+
+    *skip = rc == EMBER_OK && (h->max_time < s->from || h->min_time > s->to);
+    if (rc != EMBER_OK || *skip)
+        return rc;
+    whole = h->min_time >= s->from && h->max_time <= s->to;
+    rc = chunk_complete(s->r, k, d, s->parts | (whole ? 0 : s->partial), ref);
+    if (rc == EMBER_OK && ref->c.stacks != NULL && h->nstacks > 0 &&
+        ref->c.stacks[h->nstacks - 1] >= s->r->next[EM_T_STACK])
+        rc = EM_CORRUPT("stack id %u beyond the stack table",
+                        ref->c.stacks[h->nstacks - 1]);
+    return rc;
+}
+
 /* Reads one stored chunk and hands it to the scan's FN, unless it lies
-** outside the range. */
+** outside the range. A query's budget (em_budget) has its deadline checked
+** here, once per chunk, and does not count the decoded chunk: it belongs
+** to the handle's cache, whose bytes cache_bytes bounds. */
 static int scan_one(scan *s, uint32_t series, const MDB_val *k,
                     const MDB_val *d)
 {
     chunk_ref ref;
-    const em_chunk_header *h = &ref.c.h;
     uint32_t nkept = 0;
-    bool whole;
-    int rc;
+    bool skip = false;
+    em_budget *b;
+    int rc = em_budget_step(EM_STEP_CHUNK, 1);
 
-    memset(&ref, 0, sizeof ref);
-    rc = chunk_find(s->r, k, d, &ref);
-    if (rc != EMBER_OK || h->max_time < s->from || h->min_time > s->to) {
-        chunk_unref(s->r, &ref);
+    if (rc != EMBER_OK)
         return rc;
-    }
-    whole = h->min_time >= s->from && h->max_time <= s->to;
-    rc = chunk_complete(s->r, k, d, s->parts | (whole ? 0 : s->partial),
-                        &ref);
-    if (rc == EMBER_OK && ref.c.stacks != NULL && h->nstacks > 0 &&
-        ref.c.stacks[h->nstacks - 1] >= s->r->next[EM_T_STACK])
-        rc = EM_CORRUPT("stack id %u beyond the stack table",
-                        ref.c.stacks[h->nstacks - 1]);
-    if (rc == EMBER_OK && s->keep != NULL)
+    memset(&ref, 0, sizeof ref);
+    b = em_budget_swap(NULL);
+    rc = scan_load(s, k, d, &ref, &skip);
+    em_budget_swap(b);
+    if (rc == EMBER_OK && !skip && s->keep != NULL)
         rc = chunk_kept(s, &ref, &nkept);
-    if (rc == EMBER_OK)
+    if (rc == EMBER_OK && !skip)
         rc = s->fn(s->ctx, series, &ref.c, s->keep != NULL ? s->kept : NULL,
                    nkept);
+    b = em_budget_swap(NULL);
     chunk_unref(s->r, &ref);
+    em_budget_swap(b);
     return rc;
 }
 
@@ -686,6 +707,12 @@ static void mpool_take(em_mpool *p, merge_acc *m)
     m->cap_tmp = s.cap_tmp;
     m->in = s.in;
     m->in_cap = s.in_cap;
+    /* pooled buffers count for the query that holds them */
+    em_budget_hold(m->sum, true);
+    em_budget_hold(m->seen, true);
+    em_budget_hold(m->keys, true);
+    em_budget_hold(m->tmp_keys, true);
+    em_budget_hold(m->in, true);
 }
 
 /* Pools M's buffers, zeroed, or frees them when the pool is full. */
@@ -699,6 +726,11 @@ static void mpool_give(em_mpool *p, merge_acc *m)
     pthread_mutex_lock(&p->mu);
     if (p->n < EM_MPOOL_SLOTS && s.sum != NULL && s.seen != NULL) {
         p->s[p->n++] = s;
+        em_budget_hold(s.sum, false);   /* the pool's now, not the query's */
+        em_budget_hold(s.seen, false);
+        em_budget_hold(s.keys, false);
+        em_budget_hold(s.tmp_keys, false);
+        em_budget_hold(s.in, false);
         s = (em_mscratch){ 0 };
     }
     pthread_mutex_unlock(&p->mu);
@@ -1344,6 +1376,8 @@ int em_reader_open(ember_db *db, em_reader **out)
 
 void em_reader_close(em_reader *rd)
 {
+    em_budget *b;
+
     if (rd == NULL)
         return;
     if (rd->m_ready)
@@ -1351,7 +1385,9 @@ void em_reader_close(em_reader *rd)
     em_free(rd->focus);
     em_free(rd->ignore);
     em_free(rd->keep);
+    b = em_budget_swap(NULL);       /* its decoder is the chunks' (scan_one) */
     ember_snapshot_end(rd->snap);
+    em_budget_swap(b);
     em_free(rd);
 }
 

@@ -53,7 +53,8 @@ enum {
     EMBER_ENOTFOUND = -5,   /* no such id, series or directory */
     EMBER_ELIMIT = -6,      /* a documented limit was exceeded */
     EMBER_EBUSY = -7,       /* the database is locked or in use */
-    EMBER_EFORMAT = -8      /* not Ember's, or an incompatible format version */
+    EMBER_EFORMAT = -8,     /* not Ember's, or an incompatible format version */
+    EMBER_ETIMEOUT = -9     /* a time limit passed (ember_query_opts) */
 };
 
 typedef struct ember_db ember_db;       /* one open database directory */
@@ -475,6 +476,19 @@ typedef struct ember_query_opts {
                                 ** point per profile */
     int64_t now_ms;             /* "now" for relative times in @; 0: the
                                 ** clock */
+    /* Limits (0: none). Both cover running the query, not rendering it.
+    ** Past them ember_query frees what it made and fails: EMBER_ETIMEOUT
+    ** naming how far it got, or EMBER_ELIMIT "query memory limit of N
+    ** bytes exceeded in WHAT". A caller built before these two fields
+    ** (its sz the struct's size then) gets no limits. */
+    int64_t timeout_ms;         /* wall-clock time from the call, checked
+                                ** per chunk read, series built and batch
+                                ** of stacks resolved */
+    uint64_t max_bytes;         /* memory the query's own structures hold
+                                ** at once (merges, names, stacks, series,
+                                ** results), counted through Ember's
+                                ** allocator; decoded chunks belong to the
+                                ** handle's cache (cache_bytes), not here */
 } ember_query_opts;
 
 /* What a query gives. */
@@ -487,7 +501,8 @@ typedef struct ember_result ember_result;
 
 /* Parses, plans and runs the query TEXT on one snapshot of DB. OPTS may be
 ** NULL. A query that does not parse or does not type-check is EMBER_EINVAL
-** with the query, a caret under the spot and what was expected. */
+** with the query, a caret under the spot and what was expected; one past
+** opts' timeout_ms is EMBER_ETIMEOUT, past its max_bytes EMBER_ELIMIT. */
 EMBER_API int ember_query(ember_db *db, const char *text,
                           const ember_query_opts *opts, ember_result **out);
 EMBER_API void ember_result_free(ember_result *r);      /* NULL: no-op */
@@ -614,8 +629,8 @@ EMBER_API int ember_verify(ember_db *db, ember_problem_fn fn, void *ctx,
 ** the client"; docs/protocol.md). A client's results, lists and stats are
 ** the very objects the local calls give: free them with the same calls.
 ** Errors: the server's errors come back as their EMBER_* code (400 EINVAL,
-** 404 ENOTFOUND, 413 and 422 ELIMIT, 503 EBUSY, others EIO) with the
-** server's message; a server that cannot be reached is EMBER_EIO naming
+** 404 ENOTFOUND, 413 and 422 ELIMIT, 503 EBUSY, 504 ETIMEOUT, others EIO)
+** with the server's message; a server that cannot be reached is EMBER_EIO naming
 ** the URL. One client is used by one thread at a time. */
 
 typedef struct ember_client ember_client;
@@ -644,7 +659,9 @@ EMBER_API const char *ember_client_errmsg(const ember_client *c);
 /* ember_query on the server: the result holds everything a local one does
 ** (groups, stacks, series, rows, notes), and ember_result_render draws it
 ** byte for byte as it draws ember_query's, "pprof" included. "now" and
-** relative times are the server's clock (opts->now_ms is not sent). */
+** relative times are the server's clock (opts->now_ms is not sent);
+** opts->timeout_ms may lower the server's time limit, and the memory limit
+** is the server's (opts->max_bytes is not sent). */
 EMBER_API int ember_client_query(ember_client *c, const char *text,
                                  const ember_query_opts *opts,
                                  ember_result **out);

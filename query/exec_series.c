@@ -242,6 +242,8 @@ static int exec_total(ectx *e, const em_plan *p, int64_t step, sset *out)
         }
         if (ch->sel.nearest && (j == nn || nids[j] != id))
             continue;                       /* nothing at its instant */
+        if ((rc = em_budget_step(EM_STEP_SERIES, 1)) != EMBER_OK)
+            break;
         rc = total_series(e, t, i, &set.v[k],
                           ch->sel.nearest ? &ntimes[j] : NULL, out);
         if (rc == EMBER_OK && step > 0)

@@ -167,9 +167,12 @@ int em_rprofile_build(ember_db *db, const ember_merged *m, const char *type,
     if (rc == EMBER_OK && snap == NULL &&
         (rc = ember_snapshot_begin(db, &own)) == EMBER_OK)
         b.snap = own;
-    for (size_t i = 0; rc == EMBER_OK && i < n; i++)
+    for (size_t i = 0; rc == EMBER_OK && i < n; i++) {
         if (values[i] != 0)     /* pprof skips zero samples everywhere */
             rc = stack_add(&b, stacks[i], values[i]);
+        if (rc == EMBER_OK && (i & 255) == 255)    /* a query's deadline, */
+            rc = em_budget_step(EM_STEP_STACK, 256);/* checked per batch */
+    }
     ember_snapshot_end(own);
     em_map64_free(&b.locs);
     em_map64_free(&b.fns);

@@ -109,19 +109,30 @@ static int64_t clock_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static int opts_check(const ember_query_opts *o)
+/* The size of ember_query_opts before its limits: callers built then get
+** none (their sz is this). */
+#define OPTS_V1_SZ offsetof(ember_query_opts, timeout_ms)
+
+/* Checks IN (NULL: defaults) and copies it whole into OUT, the fields an
+** older caller's struct lacks left 0. */
+static int opts_read(const ember_query_opts *in, ember_query_opts *o)
 {
-    if (o == NULL)
+    memset(o, 0, sizeof *o);
+    if (in == NULL)
         return EMBER_OK;
-    if (o->sz < sizeof *o)
+    if (in->sz < OPTS_V1_SZ)
         return em_err(EMBER_EINVAL, "query options: sz is not "
                       "sizeof(ember_query_opts)");
+    memcpy(o, in, in->sz < sizeof *o ? in->sz : sizeof *o);
     if (o->step_ms < 0)
         return em_err(EMBER_EINVAL, "query options: negative step %lld ms",
                       (long long)o->step_ms);
     if ((o->from_ms != 0 || o->to_ms != 0) && o->from_ms > o->to_ms)
         return em_err(EMBER_EINVAL, "query options: from %lld is after to "
                       "%lld", (long long)o->from_ms, (long long)o->to_ms);
+    if (o->timeout_ms < 0)
+        return em_err(EMBER_EINVAL, "query options: negative timeout %lld "
+                      "ms", (long long)o->timeout_ms);
     return EMBER_OK;
 }
 
@@ -131,41 +142,27 @@ EMBER_API int ember_query(ember_db *db, const char *text,
     return em_query_run(db, text, opts, 0, out);
 }
 
-int em_query_run(ember_db *db, const char *text, const ember_query_opts *opts,
-                 unsigned flags, ember_result **out)
+/* Parses, plans and runs TEXT (em_query_run's work, under the budget the
+** caller made the thread's). */
+static int query_steps(ember_db *db, const char *text,
+                       const ember_query_opts *o, unsigned flags,
+                       ember_result **out)
 {
-    em_plan_ctx ctx = { .text = text };
-    ember_result *pre = NULL;          /* holds the notes made before exec */
+    em_plan_ctx ctx = { .text = text, .from = o->from_ms, .to = o->to_ms,
+                        .now = o->now_ms != 0 ? o->now_ms : clock_ms() };
+    ember_result *pre = em_calloc(1, sizeof *pre);  /* notes before exec */
     em_node *tree = NULL;
     em_plan *plan = NULL;
-    int rc;
+    int rc = pre != NULL ? EMBER_OK : em_err(EMBER_ENOMEM, "query: result");
 
-    em_err_clear();
-    if (out == NULL)
-        return em_err(EMBER_EINVAL, "ember_query: NULL result");
-    *out = NULL;
-    if (db == NULL || text == NULL)
-        return em_err(EMBER_EINVAL, "ember_query: NULL %s",
-                      db == NULL ? "database" : "query");
-    if ((rc = opts_check(opts)) != EMBER_OK)
-        return rc;
-    if (opts != NULL) {
-        ctx.from = opts->from_ms;
-        ctx.to = opts->to_ms;
-        ctx.now = opts->now_ms;
-    }
-    if (ctx.now == 0)
-        ctx.now = clock_ms();
-    if ((pre = em_calloc(1, sizeof *pre)) == NULL)
-        return em_err(EMBER_ENOMEM, "query: result");
-    rc = em_query_parse(text, &tree);
+    if (rc == EMBER_OK)
+        rc = em_query_parse(text, &tree);
     if (rc == EMBER_OK)
         rc = em_notes_types(db, text, tree, pre);
     if (rc == EMBER_OK)
         rc = em_plan_build(&ctx, tree, &plan);
     if (rc == EMBER_OK)
-        rc = em_exec(db, text, plan, opts != NULL ? opts->step_ms : 0, flags,
-                     out);
+        rc = em_exec(db, text, plan, o->step_ms, flags, out);
     if (rc == EMBER_OK) {       /* the type notes come first */
         (*out)->notes = pre->notes;
         (*out)->nnotes = pre->nnotes;
@@ -181,6 +178,62 @@ int em_query_run(ember_db *db, const char *text, const ember_query_opts *opts,
     em_plan_free(plan);
     em_node_free(tree);
     return rc;
+}
+
+/* The message of a query stopped by budget B (RC as it failed): how far
+** it got in time, or what asked for memory past the limit. Other
+** failures keep their own. */
+static int limit_msg(int rc, const em_budget *b, const char *text)
+{
+    char what[512];
+    int n = (int)strlen(text);
+
+    if (rc == EMBER_ENOMEM && b->refused != 0) {
+        snprintf(what, sizeof what, "%s", em_errmsg());
+        return em_err(EMBER_ELIMIT, "query memory limit of %llu bytes "
+                      "exceeded in %s (%llu held, %llu more asked)",
+                      (unsigned long long)b->max_bytes, what,
+                      (unsigned long long)b->refused_held,
+                      (unsigned long long)b->refused);
+    }
+    if (rc != EMBER_ETIMEOUT)
+        return rc;
+    return em_err(rc, "query time limit of %lld ms exceeded after %.1f ms, "
+                  "having read %llu chunks, built %llu series and resolved "
+                  "%llu stacks: %.*s%s",
+                  (long long)((b->deadline_ns - b->start_ns) / 1000000),
+                  (double)(em_mono_ns() - b->start_ns) / 1e6,
+                  (unsigned long long)b->steps[EM_STEP_CHUNK],
+                  (unsigned long long)b->steps[EM_STEP_SERIES],
+                  (unsigned long long)b->steps[EM_STEP_STACK],
+                  n > 200 ? 200 : n, text, n > 200 ? "..." : "");
+}
+
+int em_query_run(ember_db *db, const char *text, const ember_query_opts *opts,
+                 unsigned flags, ember_result **out)
+{
+    ember_query_opts o;
+    em_budget b = { 0 }, *old;
+    int rc;
+
+    em_err_clear();
+    if (out == NULL)
+        return em_err(EMBER_EINVAL, "ember_query: NULL result");
+    *out = NULL;
+    if (db == NULL || text == NULL)
+        return em_err(EMBER_EINVAL, "ember_query: NULL %s",
+                      db == NULL ? "database" : "query");
+    if ((rc = opts_read(opts, &o)) != EMBER_OK)
+        return rc;
+    b.start_ns = em_mono_ns();
+    b.max_bytes = o.max_bytes;
+    if (o.timeout_ms > 0)
+        b.deadline_ns = b.start_ns + (o.timeout_ms > INT64_MAX / 2000000
+                                      ? INT64_MAX / 2 : o.timeout_ms * 1000000);
+    old = em_budget_swap(o.timeout_ms > 0 || o.max_bytes > 0 ? &b : NULL);
+    rc = query_steps(db, text, &o, flags, out);
+    em_budget_swap(old);
+    return limit_msg(rc, &b, text);
 }
 
 EMBER_API void ember_result_free(ember_result *r)

@@ -138,7 +138,7 @@ const em_cmd em_commands[] = {
     { "serve", "-d DIR [--listen unix:PATH|tcp:[ADDR:]PORT]... "
       "[--token-file F] [--tls-cert F --tls-key F] [--access-log F|-|off] "
       "[--max-body N] [--max-connections N] [--threads N] "
-      "[--idle-timeout S]",
+      "[--idle-timeout S] [--query-timeout D] [--query-memory N]",
       "serve the database over HTTP until SIGINT or SIGTERM",
       "Answers Ember's HTTP API (docs/protocol.md) on a Unix socket, by\n"
       "default DIR/ember.sock (mode 0600), and on each --listen. TCP binds\n"
@@ -156,7 +156,10 @@ const em_cmd em_commands[] = {
       "  --max-body N        largest request body (default 256M): 413\n"
       "  --max-connections N open connections (default 2048): 503 past it\n"
       "  --threads N         threads per listener (default 4)\n"
-      "  --idle-timeout S    close a connection idle this long (120)\n",
+      "  --idle-timeout S    close a connection idle this long (120)\n"
+      "  --query-timeout D   a query's time (default 30s, 0: none): 504;\n"
+      "                      a request's timeout parameter may lower it\n"
+      "  --query-memory N    a query's memory (default 1G, 0: none): 422\n",
       em_cmd_serve, false },
     { "stats", "-d DIR|--server URL",
       "print what the database holds and its size",

@@ -25,11 +25,17 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "query/query.h"
 #include "repl/serve.h"
 
 #define STOP_GRACE_S 30
 #define DEFAULT_UNIX "ember.sock"       /* in the database directory */
 #define TOKEN_MAX 4096
+/* A query's limits unless told (docs/protocol.md, "Limits"): Grafana's
+** own data source timeout is 30 s, and 1 GiB is a merge of some ten
+** million distinct stacks. */
+#define DEFAULT_QUERY_TIMEOUT_MS 30000
+#define DEFAULT_QUERY_MEMORY (UINT64_C(1) << 30)
 
 /* ---- addresses ----------------------------------------------------------- */
 
@@ -214,8 +220,11 @@ static int token_load(em_server *s, const char *path)
 static struct MHD_Daemon *daemon_start(em_server *s, int fd, char *cert,
                                        char *key)
 {
+    /* suspend and resume: a streamed answer waits for its producer
+    ** without holding the pool thread (serve_stream.c) */
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
-                     MHD_USE_ITC | MHD_USE_ERROR_LOG;
+                     MHD_USE_ITC | MHD_USE_ERROR_LOG |
+                     MHD_ALLOW_SUSPEND_RESUME;
 
     if (cert != NULL)
         flags |= MHD_USE_TLS;
@@ -372,6 +381,20 @@ static int serve_option(em_serve_opts *o, int c, const char *arg)
         *(c == 'c' ? &o->max_conns : c == 't' ? &o->threads
           : &o->idle_timeout_s) = (unsigned)n;
         return 0;
+    case 'q':                   /* 0: no limit */
+        o->query_timeout_ms = 0;
+        if (strcmp(arg, "0") != 0 &&
+            (em_duration_parse(arg, &o->query_timeout_ms) != EMBER_OK ||
+             o->query_timeout_ms <= 0))
+            return em_cli_fail(2, "serve", "--query-timeout %s: expected a "
+                               "duration such as 30s or 2m, or 0", arg);
+        return 0;
+    case 'm':
+        o->query_max_bytes = 0;
+        if (strcmp(arg, "0") != 0 && em_cli_size(arg, &o->query_max_bytes))
+            return em_cli_fail(2, "serve", "--query-memory %s: expected "
+                               "bytes such as 512M or 1G, or 0", arg);
+        return 0;
     default:
         return em_cli_bad_option("serve", c);
     }
@@ -390,13 +413,17 @@ static int serve_args(em_serve_opts *o, int argc, char **argv)
         { "max-connections", required_argument, NULL, 'c' },
         { "threads", required_argument, NULL, 't' },
         { "idle-timeout", required_argument, NULL, 'i' },
+        { "query-timeout", required_argument, NULL, 'q' },
+        { "query-memory", required_argument, NULL, 'm' },
         { NULL, 0, NULL, 0 },
     };
     int c, st;
 
     *o = (em_serve_opts){ .max_body = 256u << 20, .max_conns = 2048,
                           .threads = 4, .idle_timeout_s = 120,
-                          .access_log = "-" };
+                          .access_log = "-",
+                          .query_timeout_ms = DEFAULT_QUERY_TIMEOUT_MS,
+                          .query_max_bytes = DEFAULT_QUERY_MEMORY };
     while ((c = getopt_long(argc, argv, ":d:", longs, NULL)) != -1)
         if ((st = serve_option(o, c, optarg)) != 0)
             return st;

@@ -8,7 +8,9 @@
 **                 the body and its limit, parameters, the answer, the
 **                 access log line and the metrics;
 **   serve_api.c   the table of routes and their handlers, each a thin
-**                 adapter from HTTP to the public API (include/ember.h).
+**                 adapter from HTTP to the public API (include/ember.h);
+**   serve_stream.c answers sent as they are written (chunked), from a
+**                 producer thread through a bounded buffer.
 **
 ** A handler runs on one of the daemon's pool threads once the whole body
 ** has arrived; it fills an em_resp and returns. Everything a handler reads
@@ -49,6 +51,9 @@ typedef struct em_serve_opts {
     unsigned max_conns;         /* open connections; past it: 503 */
     unsigned threads;           /* per listening socket */
     unsigned idle_timeout_s;    /* an idle keep-alive connection closes */
+    int64_t query_timeout_ms;   /* a query's time; 0: none (a request may
+                                ** ask for less, never more) */
+    uint64_t query_max_bytes;   /* a query's memory; 0: none */
 } em_serve_opts;
 
 /* Counters of one route, for /metrics. */
@@ -86,6 +91,8 @@ typedef struct em_param {
     em_buf value;               /* NUL after its bytes (not counted) */
 } em_param;
 
+typedef struct em_stream em_stream;
+
 typedef struct em_req {
     em_server *srv;
     struct MHD_Connection *conn;
@@ -105,13 +112,15 @@ typedef struct em_req {
     bool form_failed;           /* a field broke a limit */
     unsigned status;            /* sent, for the log and metrics */
     uint64_t bytes_out;
+    em_stream *stream;          /* a streamed answer's: its bytes sent */
 } em_req;
 
-/* A handler's answer. */
+/* A handler's answer: BODY, or else STREAM (owned) writes it. */
 typedef struct em_resp {
     unsigned status;
     const char *ctype;
     em_buf body;
+    em_stream *stream;
 } em_resp;
 
 typedef int (*em_handler)(em_req *rq, em_resp *rs);
@@ -148,6 +157,15 @@ typedef struct em_strset {
 int em_strset_add(em_strset *s, const char *str);
 void em_strset_sort(em_strset *s);
 void em_strset_free(em_strset *s);
+
+/* The limits of a query run for RQ (docs/protocol.md, "Limits"): the
+** server's --query-timeout and --query-memory, the timeout lowered by the
+** request's `timeout` parameter or Connect-Timeout-Ms header (never
+** raised), into O's timeout_ms and max_bytes. A malformed timeout is
+** answered here (400, or Connect's invalid_argument on a Connect route)
+** and *BAD set. */
+int em_serve_query_limits(em_req *rq, em_resp *rs, ember_query_opts *o,
+                          bool *bad);
 
 /* Pyroscope's POST /ingest (serve_pyroscope.c). */
 int em_h_ingest(em_req *rq, em_resp *rs);
@@ -191,6 +209,35 @@ extern const em_route em_routes[];
 extern const size_t em_nroutes;
 /* The latency buckets' upper bounds, seconds. */
 extern const double em_serve_buckets[EM_SERVE_NBUCKETS];
+
+/* ---- serve_stream.c: streamed answers ------------------------------------ */
+
+/* Writes an answer to F (a stream of the response): EMBER_OK, or a code
+** after which the answer is cut short (the client sees the chunked body
+** end without its last chunk). Runs on a thread of its own. */
+typedef int (*em_stream_fn)(void *ctx, FILE *f);
+
+/* A stream that will run FN(CTX) once begun and then FREE_CTX(CTX) (may
+** be NULL) when both the request and the response are done with it. On
+** failure nothing is taken: the caller frees CTX. */
+int em_stream_new(em_stream_fn fn, void (*free_ctx)(void *), void *ctx,
+                  em_stream **out);
+/* Starts S's producer and waits until it ends or fills the buffer (as
+** long as rendering inline would have taken). When it ended, *ENDED is
+** set and WHOLE gets all it wrote, or the code and message of its
+** failure are returned: answer as with any buffer, then drop S. Else S is
+** to be streamed (em_stream_response). */
+int em_stream_begin(em_stream *s, em_buf *whole, bool *ended);
+/* Runs FN(CTX) here, into OUT: for answers known to be small. */
+int em_stream_render_whole(em_stream_fn fn, void *ctx, em_buf *out);
+/* A response of unknown length (chunked) reading S on CONN; it holds S
+** until libmicrohttpd destroys it. NULL when out of memory. */
+struct MHD_Response *em_stream_response(em_stream *s,
+                                        struct MHD_Connection *conn);
+/* Bytes of S handed to libmicrohttpd so far. */
+uint64_t em_stream_sent(const em_stream *s);
+/* Drops a hold on S (NULL: no-op). */
+void em_stream_unref(em_stream *s);
 
 /* ---- serve.c ------------------------------------------------------------- */
 

@@ -85,8 +85,6 @@ static const char *format_ctype(const char *format)
         return "image/svg+xml";
     if (strcmp(format, "csv") == 0)
         return "text/csv; charset=utf-8";
-    if (strcmp(format, "result") == 0)
-        return EM_RESULT_WIRE_CTYPE;
     if (em_render_binary(format))
         return "application/octet-stream";
     return "text/plain; charset=utf-8";
@@ -110,10 +108,54 @@ static int h_ready(em_req *rq, em_resp *rs)
 
 /* ---- /api/v1/query ------------------------------------------------------------- */
 
+/* A request's own timeout: the `timeout` parameter (a duration), else on
+** a Connect route the Connect-Timeout-Ms header; 0 when none. */
+static int request_timeout(em_req *rq, int64_t *ms)
+{
+    const char *v = em_req_param(rq, "timeout");
+    char *end;
+
+    *ms = 0;
+    if (v == NULL && rq->route != NULL && rq->route->connect &&
+        (v = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND,
+                                         "Connect-Timeout-Ms")) != NULL) {
+        errno = 0;
+        *ms = (int64_t)strtoll(v, &end, 10);
+        return errno == 0 && end != v && *end == '\0' && *ms > 0
+               ? EMBER_OK : EMBER_EINVAL;
+    }
+    if (v == NULL)
+        return EMBER_OK;
+    return em_duration_parse(v, ms) == EMBER_OK && *ms > 0 ? EMBER_OK
+                                                           : EMBER_EINVAL;
+}
+
+int em_serve_query_limits(em_req *rq, em_resp *rs, ember_query_opts *o,
+                          bool *bad)
+{
+    const em_serve_opts *so = &rq->srv->opts;
+    int64_t ms;
+
+    o->timeout_ms = so->query_timeout_ms;
+    o->max_bytes = so->query_max_bytes;
+    if (request_timeout(rq, &ms) != EMBER_OK) {
+        *bad = true;
+        if (rq->route != NULL && rq->route->connect)
+            return em_connect_error(rs, "invalid_argument", "timeout: "
+                                    "expected a positive duration");
+        return em_resp_error(rs, 400, "bad_data", "timeout=%s: expected a "
+                             "duration such as 500ms or 10s",
+                             em_req_param(rq, "timeout"));
+    }
+    if (ms > 0 && (o->timeout_ms == 0 || ms < o->timeout_ms))
+        o->timeout_ms = ms;             /* less than the server's, not more */
+    return EMBER_OK;
+}
+
 typedef struct query_params {
     const char *text, *format, *unit;
     ember_query_opts q;
-    ember_render_opts r;
+    em_render_opts r;
 } query_params;
 
 static int query_params_read(em_req *rq, em_resp *rs, query_params *p,
@@ -126,7 +168,7 @@ static int query_params_read(em_req *rq, em_resp *rs, query_params *p,
     p->text = em_req_param(rq, "query");
     p->format = em_req_param(rq, "format");
     p->q = (ember_query_opts){ .sz = sizeof p->q };
-    p->r = (ember_render_opts){ .sz = sizeof p->r };
+    p->r = (em_render_opts){ .sz = sizeof p->r, .query = p->text };
     if (p->text == NULL || p->text[0] == '\0') {
         *bad = true;
         return em_resp_error(rs, 400, "bad_data", "query: the parameter "
@@ -138,7 +180,8 @@ static int query_params_read(em_req *rq, em_resp *rs, query_params *p,
         (rc = param_time(rq, rs, "to", &p->q.to_ms, bad)) || *bad ||
         (rc = param_count(rq, rs, "limit", SIZE_MAX, 0, &limit, bad)) ||
         *bad ||
-        (rc = param_count(rq, rs, "width", 100000, 0, &width, bad)) || *bad)
+        (rc = param_count(rq, rs, "width", 100000, 0, &width, bad)) || *bad ||
+        (rc = em_serve_query_limits(rq, rs, &p->q, bad)) || *bad)
         return rc;
     if (step != NULL && (em_duration_parse(step, &p->q.step_ms) != EMBER_OK
                          || p->q.step_ms <= 0)) {
@@ -153,28 +196,154 @@ static int query_params_read(em_req *rq, em_resp *rs, query_params *p,
     return EMBER_OK;
 }
 
+/* What a streamed query answer renders: the result and how, owned (the
+** strings copied: the request's parameters die with the request, which
+** may end before the stream does). */
+typedef struct query_render {
+    ember_result *r;
+    char *format, *text, *unit;
+    em_render_opts o;
+} query_render;
+
+static void query_render_free(void *ctx)
+{
+    query_render *qr = ctx;
+
+    ember_result_free(qr->r);
+    em_free(qr->format);
+    em_free(qr->text);
+    em_free(qr->unit);
+    em_free(qr);
+}
+
+static int query_render_run(void *ctx, FILE *f)
+{
+    const query_render *qr = ctx;
+
+    return em_render_result(f, qr->r, qr->format, &qr->o);
+}
+
+/* What renders R (taken; freed on failure too) as P says, in *OUT. */
+static int query_render_new(const query_params *p, ember_result *r,
+                            query_render **out)
+{
+    query_render *qr = em_calloc(1, sizeof *qr);
+
+    *out = NULL;
+    if (qr == NULL) {
+        ember_result_free(r);
+        return em_err(EMBER_ENOMEM, "query: out of memory for its answer");
+    }
+    qr->r = r;
+    qr->o = p->r;
+    qr->format = em_strdup(p->format);
+    qr->text = em_strdup(p->text);
+    qr->unit = p->r.unit != NULL ? em_strdup(p->r.unit) : NULL;
+    qr->o.query = qr->text;
+    qr->o.unit = qr->unit;
+    if (qr->format == NULL || qr->text == NULL ||
+        (p->r.unit != NULL && qr->unit == NULL)) {
+        query_render_free(qr);
+        return em_err(EMBER_ENOMEM, "query: out of memory for its answer");
+    }
+    *out = qr;
+    return EMBER_OK;
+}
+
+/* Results of at most this many frames, points or rows render inline:
+** their answers are small (some hundreds of KiB at most), and a render
+** thread's start and hand-offs would cost more than rendering them. */
+#define INLINE_ITEMS 16384
+
+/* The frames, points or rows R holds (a pprof's bytes / 16). */
+static size_t query_items(const ember_result *r)
+{
+    size_t n = r->nrows;
+
+    for (size_t g = 0; g < r->ngroups; g++)
+        n += r->groups[g].prof.nframes + r->groups[g].pprof_len / 16;
+    for (size_t i = 0; i < r->nseries; i++)
+        n += r->series[i].n;
+    return n;
+}
+
+/* Renders QR (taken) into RS: inline when small; else through a stream,
+** whole when it fits the stream's buffer, else streamed (RS's stream). */
+static int query_answer(em_resp *rs, query_render *qr)
+{
+    bool ended = false;
+    int rc;
+
+    if (query_items(qr->r) <= INLINE_ITEMS) {
+        rc = em_stream_render_whole(query_render_run, qr, &rs->body);
+        query_render_free(qr);
+        return rc;
+    }
+    if ((rc = em_stream_new(query_render_run, query_render_free, qr,
+                            &rs->stream)) != EMBER_OK) {
+        query_render_free(qr);
+        return rc;
+    }
+    rc = em_stream_begin(rs->stream, &rs->body, &ended);
+    if (ended) {                /* a buffer's answer, as any other */
+        em_stream_unref(rs->stream);
+        rs->stream = NULL;
+    }
+    return rc;
+}
+
+/* format=result: R (taken) whole, as the client decodes it (query/
+** result_wire.c), not a rendering of it. */
+static int query_result(em_resp *rs, ember_result *r)
+{
+    void *out = NULL;
+    size_t len = 0;
+    int rc = em_result_encode(r, &out, &len);
+
+    ember_result_free(r);
+    if (rc != EMBER_OK)
+        return em_resp_ember(rs, rc);
+    rs->ctype = EM_RESULT_WIRE_CTYPE;
+    rs->body = (em_buf){ .p = out, .len = len, .cap = len + 1 };
+    return EMBER_OK;
+}
+
+/* Runs the query, then streams its answer as it renders: the status is
+** decided once the query has run (a timeout is 504, a memory limit 422,
+** a format that does not fit the result's kind 400), so that only what
+** renders is streamed; an answer that fits the stream's buffer goes whole,
+** with its length. */
 static int h_query(em_req *rq, em_resp *rs)
 {
     query_params p;
     ember_result *r = NULL;
-    char *out = NULL;
-    size_t len = 0;
+    query_render *qr = NULL;
     bool bad = false;
     int rc = query_params_read(rq, rs, &p, &bad);
 
     if (rc != EMBER_OK || bad)
         return rc;
-    rc = ember_query(rq->srv->db, p.text, &p.q, &r);
+    /* pprof reads the symbols itself, as `ember query -o pprof` does */
+    rc = em_query_run(rq->srv->db, p.text, &p.q,
+                      strcmp(p.format, "pprof") == 0 ? EM_QUERY_IDS_ONLY : 0,
+                      &r);
     if (rc == EMBER_OK && strcmp(p.format, "result") == 0)
-        rc = em_result_encode(r, (void **)&out, &len);    /* the client's */
-    else if (rc == EMBER_OK)
-        rc = ember_result_render(rq->srv->db, r, p.format, &p.r, &out, &len);
-    ember_result_free(r);
-    if (rc != EMBER_OK)
-        return em_resp_ember(rs, rc);
-    rs->ctype = format_ctype(p.format);
-    rs->body = (em_buf){ .p = (uint8_t *)out, .len = len, .cap = len + 1 };
-    return EMBER_OK;
+        return query_result(rs, r);         /* the client's, whole */
+    if (rc == EMBER_OK && !em_render_fits(ember_result_kind(r), p.format)) {
+        char *out = NULL;       /* says which formats fit, as the CLI */
+        size_t len;
+        rc = ember_result_render(NULL, r, p.format, NULL, &out, &len);
+        em_free(out);
+        rc = rc != EMBER_OK ? rc : em_err(EMBER_EINVAL, "format %s",
+                                          p.format);
+    }
+    if (rc == EMBER_OK)
+        rc = query_render_new(&p, r, &qr);
+    else
+        ember_result_free(r);
+    if (rc == EMBER_OK && (rc = query_answer(rs, qr)) == EMBER_OK)
+        rs->ctype = format_ctype(p.format);
+    return rc == EMBER_OK ? EMBER_OK : em_resp_ember(rs, rc);
 }
 
 /* ---- metadata: labels, values, types, series ------------------------------------ */
@@ -242,7 +411,8 @@ static int set_answer(em_resp *rs, em_strset *set, bool raw)
 ** of the query language (match[]); one that does not parse, or that is
 ** more than a selector, is refused by the query's own checks. */
 static int table_rows(ember_db *db, const char *fn, const char *sel,
-                      const char *name, em_strset *set)
+                      const char *name, const ember_query_opts *o,
+                      em_strset *set)
 {
     char *text = NULL;
     ember_result *r = NULL;
@@ -252,7 +422,7 @@ static int table_rows(ember_db *db, const char *fn, const char *sel,
                  name != NULL && sel != NULL ? ", " : "",
                  sel != NULL ? sel : "") < 0)
         return em_err(EMBER_ENOMEM, "out of memory for a query");
-    rc = ember_query(db, text, NULL, &r);
+    rc = ember_query(db, text, o, &r);
     if (rc == EMBER_OK && ember_result_kind(r) != EMBER_RESULT_TABLE)
         rc = em_err(EMBER_EINVAL, "match[]=%s: not a selector", sel);
     for (size_t i = 0; rc == EMBER_OK && i < ember_result_rows(r); i++)
@@ -269,14 +439,18 @@ static int table_union(em_req *rq, em_resp *rs, const char *fn,
 {
     const char *match[MAX_MATCH];
     size_t nmatch = em_req_params(rq, "match[]", match, MAX_MATCH);
+    ember_query_opts o = { .sz = sizeof o };
     em_strset set = { 0 };
-    int rc = EMBER_OK;
+    bool bad = false;
+    int rc = em_serve_query_limits(rq, rs, &o, &bad);
 
+    if (rc != EMBER_OK || bad)
+        return rc;
     if (name != NULL && em_label_name_check(name) != EMBER_OK)
         return em_resp_ember(rs, EMBER_EINVAL);
     for (size_t i = 0; i < (nmatch > 0 ? nmatch : 1) && rc == EMBER_OK; i++)
         rc = table_rows(rq->srv->db, fn, nmatch > 0 ? match[i] : NULL, name,
-                        &set);
+                        &o, &set);
     rc = rc == EMBER_OK ? set_answer(rs, &set, false) : rc;
     em_strset_free(&set);
     return rc == EMBER_OK ? EMBER_OK : em_resp_ember(rs, rc);
@@ -330,10 +504,9 @@ static int series_object(const ember_result *r, size_t i, em_buf *k)
 
 /* Adds to SET the label sets of the series MATCH selects in [FROM, TO]:
 ** the series of total(MATCH), one per stored series. */
-static int series_rows(ember_db *db, const char *match, int64_t from,
-                       int64_t to, em_strset *set)
+static int series_rows(ember_db *db, const char *match,
+                       const ember_query_opts *o, em_strset *set)
 {
-    ember_query_opts o = { .sz = sizeof o, .from_ms = from, .to_ms = to };
     ember_result *r = NULL;
     em_buf k = { 0 };
     char *text = NULL;
@@ -341,7 +514,7 @@ static int series_rows(ember_db *db, const char *match, int64_t from,
 
     if (asprintf(&text, "total(%s)", match) < 0)
         return em_err(EMBER_ENOMEM, "out of memory for a query");
-    if ((rc = ember_query(db, text, &o, &r)) != EMBER_OK)
+    if ((rc = ember_query(db, text, o, &r)) != EMBER_OK)
         rc = em_err_prefix(rc, "match[]=%s", match);
     for (size_t i = 0; rc == EMBER_OK && i < ember_result_series_count(r);
          i++) {
@@ -359,19 +532,21 @@ static int h_series(em_req *rq, em_resp *rs)
 {
     const char *match[MAX_MATCH];
     size_t nmatch = em_req_params(rq, "match[]", match, MAX_MATCH);
-    int64_t from, to;
+    ember_query_opts o = { .sz = sizeof o };
     bool bad = false;
     em_strset set = { 0 };
     int rc = EMBER_OK;
 
-    if ((rc = param_time(rq, rs, "start", &from, &bad)) != EMBER_OK || bad ||
-        (rc = param_time(rq, rs, "end", &to, &bad)) != EMBER_OK || bad)
+    if ((rc = param_time(rq, rs, "start", &o.from_ms, &bad)) != EMBER_OK ||
+        bad ||
+        (rc = param_time(rq, rs, "end", &o.to_ms, &bad)) != EMBER_OK || bad ||
+        (rc = em_serve_query_limits(rq, rs, &o, &bad)) != EMBER_OK || bad)
         return rc;
     if (nmatch == 0)
         return em_resp_error(rs, 400, "bad_data", "match[]: at least one "
                              "selector is needed");
     for (size_t i = 0; i < nmatch && rc == EMBER_OK; i++)
-        rc = series_rows(rq->srv->db, match[i], from, to, &set);
+        rc = series_rows(rq->srv->db, match[i], &o, &set);
     rc = rc == EMBER_OK ? set_answer(rs, &set, true) : rc;
     em_strset_free(&set);
     return rc == EMBER_OK ? EMBER_OK : em_resp_ember(rs, rc);

@@ -64,6 +64,7 @@ int em_connect_ember(em_resp *rs, int rc)
     const char *msg = ember_errmsg(NULL);
     const char *code = rc == EMBER_EINVAL ? "invalid_argument"
                      : rc == EMBER_ELIMIT ? "resource_exhausted"
+                     : rc == EMBER_ETIMEOUT ? "deadline_exceeded"
                      : rc == EMBER_ENOTFOUND ? "not_found"
                      : rc == EMBER_EBUSY || rc == EMBER_ENOMEM ? "unavailable"
                      : "internal";

@@ -8,9 +8,11 @@
 ** once per piece of body: a form (url-encoded or multipart) goes through
 ** libmicrohttpd's post processor into parameters, anything else into one
 ** buffer; past the limit the request is refused with 413. Last, with no
-** more body, the handler runs and its answer is queued. The completion
-** callback writes the access log line, counts the metrics and frees the
-** request, whatever way it ended.
+** more body, the handler runs and its answer is queued: a buffer, or a
+** stream (serve_stream.c) that sends it chunked as it is written. The
+** completion callback writes the access log line, counts the metrics (a
+** stream's bytes as far as they went) and frees the request, whatever way
+** it ended.
 */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -99,6 +101,7 @@ static unsigned status_of(int rc, const char **type)
     case EMBER_EINVAL: *type = "bad_data"; return 400;
     case EMBER_ENOTFOUND: *type = "not_found"; return 404;
     case EMBER_ELIMIT: *type = "limit"; return 422;
+    case EMBER_ETIMEOUT: *type = "timeout"; return 504;
     case EMBER_EBUSY: *type = "unavailable"; return 503;
     case EMBER_ENOMEM: *type = "unavailable"; return 503;
     default: *type = "internal"; return 500;
@@ -405,21 +408,36 @@ static void free_body(void *p)
     em_free(p);
 }
 
-static enum MHD_Result queue(em_req *rq, em_resp *rs)
+/* RS's body as a response, which owns it from now on; NULL when out of
+** memory (RS's body freed). */
+static struct MHD_Response *resp_make(em_req *rq, em_resp *rs)
 {
     struct MHD_Response *r;
-    enum MHD_Result ok;
     size_t len = rs->body.len;
 
+    if (rs->stream != NULL) {   /* the request keeps a hold for the log */
+        r = em_stream_response(rs->stream, rq->conn);
+        rq->stream = rs->stream;
+        rs->stream = NULL;
+        em_buf_free(&rs->body);
+        return r;
+    }
     r = MHD_create_response_from_buffer_with_free_callback(
             len, len > 0 ? rs->body.p : NULL, free_body);
-    if (r == NULL) {
+    if (r == NULL || len == 0)
         em_buf_free(&rs->body);
+    rs->body = (em_buf){ 0 };
+    rq->bytes_out = len;
+    return r;
+}
+
+static enum MHD_Result queue(em_req *rq, em_resp *rs)
+{
+    struct MHD_Response *r = resp_make(rq, rs);
+    enum MHD_Result ok;
+
+    if (r == NULL)
         return MHD_NO;
-    }
-    if (len == 0)
-        em_buf_free(&rs->body);
-    rs->body = (em_buf){ 0 };   /* the response owns the bytes now */
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
                             rs->ctype != NULL ? rs->ctype : "text/plain");
     if (rq->early != 0 && rq->early != 404 && rq->early != 405)
@@ -428,7 +446,6 @@ static enum MHD_Result queue(em_req *rq, em_resp *rs)
         MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
                                 "Bearer");
     rq->status = rs->status;
-    rq->bytes_out = len;
     ok = MHD_queue_response(rq->conn, rs->status, r);
     MHD_destroy_response(r);
     return ok;
@@ -468,6 +485,7 @@ static enum MHD_Result req_answer(em_req *rq)
     }
     if (rc != EMBER_OK) {
         em_buf_free(&rs.body);
+        em_stream_unref(rs.stream);
         return MHD_NO;
     }
     return queue(rq, &rs);
@@ -555,6 +573,7 @@ static void req_free(em_req *rq)
     }
     em_free(rq->params);
     em_buf_free(&rq->body);
+    em_stream_unref(rq->stream);
     em_free(rq->method);
     em_free(rq->path);
     em_free(rq);
@@ -573,6 +592,8 @@ void em_http_on_completed(void *cls, struct MHD_Connection *c, void **ctx,
     if (rq->status == 0)        /* never answered: the client went away */
         rq->status = toe == MHD_REQUEST_TERMINATED_TIMEOUT_REACHED ? 408
                    : 499;
+    if (rq->stream != NULL)     /* what went out of it, all or not */
+        rq->bytes_out = em_stream_sent(rq->stream);
     secs = (double)(mono_ns() - rq->start_ns) / 1e9;
     req_log(rq, secs);
     req_count(rq, secs);

@@ -19,7 +19,8 @@
     X(MHD_get_connection_values) X(MHD_get_daemon_info)                    \
     X(MHD_is_feature_supported) X(MHD_lookup_connection_value)             \
     X(MHD_post_process) X(MHD_queue_response) X(MHD_quiesce_daemon)        \
-    X(MHD_run) X(MHD_start_daemon) X(MHD_stop_daemon)
+    X(MHD_resume_connection) X(MHD_run) X(MHD_start_daemon)                \
+    X(MHD_stop_daemon) X(MHD_suspend_connection)
 
 /* The pointers, one per function of the list, in its order. */
 typedef struct em_mhd_table {
@@ -52,8 +53,10 @@ int em_mhd_load(void);
 #define MHD_post_process (em_mhd.MHD_post_process)
 #define MHD_queue_response (em_mhd.MHD_queue_response)
 #define MHD_quiesce_daemon (em_mhd.MHD_quiesce_daemon)
+#define MHD_resume_connection (em_mhd.MHD_resume_connection)
 #define MHD_run (em_mhd.MHD_run)
 #define MHD_start_daemon (em_mhd.MHD_start_daemon)
 #define MHD_stop_daemon (em_mhd.MHD_stop_daemon)
+#define MHD_suspend_connection (em_mhd.MHD_suspend_connection)
 
 #endif
