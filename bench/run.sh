@@ -25,4 +25,5 @@ if [ "$rc" != 0 ]; then
     echo "bench: bench_engine failed (exit $rc)" >&2
 fi
 sh bench/pprof.sh "$build" || rc=1     # pprof import and merge (issue 3)
+sh bench/serve.sh "$build" || rc=1     # ember serve against in process (issue 14)
 exit $rc

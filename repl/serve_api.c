@@ -562,12 +562,14 @@ static int status_json(em_resp *rs, const em_server *s, const ember_stats *st)
         PRIu64 ",\"functions\":%" PRIu64 ",\"mappings\":%" PRIu64
         ",\"strings\":%" PRIu64 ",\"chunks\":%" PRIu64 ",\"head_chunks\":%"
         PRIu64 ",\"chunk_bytes\":%" PRIu64 ",\"file_bytes\":%" PRIu64
-        ",\"used_bytes\":%" PRIu64 ",\"open_connections\":%u}",
+        ",\"used_bytes\":%" PRIu64 ",\"open_connections\":%u"
+        ",\"requests_in_flight\":%u}",
         EMBER_VERSION_STRING, (double)(now_ms() - s->started_ms) / 1000.0,
         st->format_version, st->series, st->profiles, st->samples,
         st->stacks, st->locations, st->functions, st->mappings, st->strings,
         st->chunks, st->head_chunks, st->chunk_bytes, st->file_bytes,
-        st->used_bytes, atomic_load(&s->open_conns));
+        st->used_bytes, atomic_load(&s->open_conns),
+        atomic_load(&s->active));
 }
 
 static int h_status(em_req *rq, em_resp *rs)
@@ -747,6 +749,8 @@ static int metrics_db(em_resp *rs, const em_server *s)
     return em_resp_printf(rs,
         "# TYPE ember_http_open_connections gauge\n"
         "ember_http_open_connections %u\n"
+        "# TYPE ember_http_requests_in_flight gauge\n"
+        "ember_http_requests_in_flight %u\n"
         "# TYPE ember_http_connections_total counter\n"
         "ember_http_connections_total %" PRIu64 "\n"
         "# TYPE ember_db_file_bytes gauge\nember_db_file_bytes %" PRIu64 "\n"
@@ -754,8 +758,8 @@ static int metrics_db(em_resp *rs, const em_server *s)
         "# TYPE ember_db_series gauge\nember_db_series %" PRIu64 "\n"
         "# TYPE ember_db_profiles gauge\nember_db_profiles %" PRIu64 "\n"
         "# TYPE ember_db_samples gauge\nember_db_samples %" PRIu64 "\n",
-        atomic_load(&s->open_conns), atomic_load(&s->conns_total),
-        st.file_bytes, st.used_bytes, st.series, st.profiles, st.samples);
+        atomic_load(&s->open_conns), atomic_load(&s->active),
+        atomic_load(&s->conns_total), st.file_bytes, st.used_bytes, st.series, st.profiles, st.samples);
 }
 
 static int h_metrics(em_req *rq, em_resp *rs)

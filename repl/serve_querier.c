@@ -462,15 +462,26 @@ static int q_series(em_req *rq, em_resp *rs, const uint8_t *p, size_t n)
 
 /* ---- SelectMergeStacktraces: the flame graph ------------------------------- */
 
-/* Runs "PRE TYPE SELECTOR POST" over [FROM, TO] as Ember's own query:
-** the selector alone for a flame graph, wrapped in sum by (...) (total(
-** ...)) for SelectSeries. *R is NULL when no stored type has the ID. */
-static int select_query(ember_db *db, const char *id, const char *selector,
-                        const char *pre, const char *post, int64_t from,
-                        int64_t to, int64_t step_ms, ember_result **r)
+/* The options of a query run for RQ: the server's limits (lowered by the
+** request's Connect-Timeout-Ms) over [FROM, TO]. False when the request's
+** timeout is malformed: RS holds the answer then. */
+static bool query_opts(em_req *rq, em_resp *rs, int64_t from, int64_t to,
+                       ember_query_opts *o)
 {
-    ember_query_opts o = { .sz = sizeof o, .from_ms = from, .to_ms = to,
-                           .step_ms = step_ms };
+    bool bad = false;
+
+    *o = (ember_query_opts){ .sz = sizeof *o, .from_ms = from, .to_ms = to };
+    em_serve_query_limits(rq, rs, o, &bad);
+    return !bad;
+}
+
+/* Runs "PRE TYPE SELECTOR POST" under O as Ember's own query: the
+** selector alone for a flame graph, wrapped in sum by (...) (total(...))
+** for SelectSeries. *R is NULL when no stored type has the ID. */
+static int select_query(ember_db *db, const char *id, const char *selector,
+                        const char *pre, const char *post,
+                        const ember_query_opts *o, ember_result **r)
+{
     char *type = NULL, *text = NULL;
     int rc = type_resolve(db, id, &type);
 
@@ -482,7 +493,7 @@ static int select_query(ember_db *db, const char *id, const char *selector,
     if (asprintf(&text, "%s%s%s%s", pre, type, selector, post) < 0)
         rc = em_err(EMBER_ENOMEM, "out of memory");
     else
-        rc = ember_query(db, text, &o, r);
+        rc = ember_query(db, text, o, r);
     free(text);
     em_free(type);
     return rc;
@@ -557,8 +568,9 @@ static int q_merge_stacktraces(em_req *rq, em_resp *rs, const uint8_t *p,
     Querier__V1__SelectMergeStacktracesRequest *r =
         querier__v1__select_merge_stacktraces_request__unpack(NULL, n, p);
     ember_result *res = NULL;
+    ember_query_opts o;
     int64_t max_nodes = MAX_NODES_DEFAULT;
-    int rc;
+    int rc = EMBER_OK;
 
     if (r == NULL)
         return em_connect_error(rs, "invalid_argument", "SelectMerge"
@@ -569,9 +581,11 @@ static int q_merge_stacktraces(em_req *rq, em_resp *rs, const uint8_t *p,
     if (r->format == QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_TREE)
         rc = em_connect_error(rs, "unimplemented", "the tree format is not "
                               "served: ask for the flame graph");
+    else if (!query_opts(rq, rs, r->start, r->end, &o))
+        ;                               /* answered */
     else if ((rc = select_query(rq->srv->db, r->profile_typeid,
-                                r->label_selector, "", "", r->start, r->end,
-                                0, &res)) == EMBER_OK)
+                                r->label_selector, "", "", &o, &res)) ==
+             EMBER_OK)
         rc = flame_of(rs, res, max_nodes);
     else
         rc = em_connect_ember(rs, rc);
@@ -586,10 +600,8 @@ static int q_merge_stacktraces(em_req *rq, em_resp *rs, const uint8_t *p,
 ** answer is the bare message. An unknown type is an empty profile. */
 static int merge_pprof(ember_db *db,
                        const Querier__V1__SelectMergeProfileRequest *r,
-                       void **out, size_t *len)
+                       const ember_query_opts *o, void **out, size_t *len)
 {
-    ember_query_opts o = { .sz = sizeof o, .from_ms = r->start,
-                           .to_ms = r->end };
     ember_result *res = NULL;
     char *type = NULL, *text = NULL;
     const char *sel = r->label_selector[0] != '\0' ? r->label_selector
@@ -603,7 +615,7 @@ static int merge_pprof(ember_db *db,
                                    : "none:none:none:none:none", sel) < 0)
         rc = em_err(EMBER_ENOMEM, "out of memory");
     if (rc == EMBER_OK)
-        rc = em_query_run(db, text, &o, EM_QUERY_IDS_ONLY, &res);
+        rc = em_query_run(db, text, o, EM_QUERY_IDS_ONLY, &res);
     if (rc == EMBER_OK && res->kind != EMBER_RESULT_PROFILE)
         rc = em_err(EMBER_EINVAL, "the selector does not select a profile");
     if (rc == EMBER_OK && res->ngroups == 1 && res->groups[0].pprof != NULL)
@@ -620,6 +632,7 @@ static int q_merge_profile(em_req *rq, em_resp *rs, const uint8_t *p,
 {
     Querier__V1__SelectMergeProfileRequest *r =
         querier__v1__select_merge_profile_request__unpack(NULL, n, p);
+    ember_query_opts o;
     void *pb = NULL;
     size_t len = 0;
     int rc;
@@ -627,7 +640,11 @@ static int q_merge_profile(em_req *rq, em_resp *rs, const uint8_t *p,
     if (r == NULL)
         return em_connect_error(rs, "invalid_argument", "SelectMergeProfile"
                                 "Request: not a valid message");
-    rc = merge_pprof(rq->srv->db, r, &pb, &len);
+    if (!query_opts(rq, rs, r->start, r->end, &o)) {
+        querier__v1__select_merge_profile_request__free_unpacked(r, NULL);
+        return EMBER_OK;                /* answered */
+    }
+    rc = merge_pprof(rq->srv->db, r, &o, &pb, &len);
     querier__v1__select_merge_profile_request__free_unpacked(r, NULL);
     if (rc != EMBER_OK)
         return em_connect_ember(rs, rc);
@@ -696,7 +713,7 @@ done:
 
 /* diff(LEFT, RIGHT) run as Ember's own query, laid out as levels. */
 static int diff_run(ember_db *db, const Querier__V1__DiffRequest *r,
-                    em_resp *rs)
+                    const ember_query_opts *o, em_resp *rs)
 {
     em_buf text = { 0 };
     ember_result *res = NULL;
@@ -712,7 +729,7 @@ static int diff_run(ember_db *db, const Querier__V1__DiffRequest *r,
     if (rc == EMBER_OK)
         rc = em_buf_put(&text, ")", 2);         /* and its NUL */
     if (rc == EMBER_OK)
-        rc = ember_query(db, (const char *)text.p, NULL, &res);
+        rc = ember_query(db, (const char *)text.p, o, &res);
     if (rc == EMBER_OK && r->left->max_nodes > 0)
         max_nodes = r->left->max_nodes < MAX_NODES_MAX ? r->left->max_nodes
                                                        : MAX_NODES_MAX;
@@ -734,12 +751,14 @@ static int q_diff(em_req *rq, em_resp *rs, const uint8_t *p, size_t n)
 {
     Querier__V1__DiffRequest *r = querier__v1__diff_request__unpack(NULL, n,
                                                                     p);
-    int rc;
+    ember_query_opts o;
+    int rc = EMBER_OK;
 
     if (r == NULL)
         return em_connect_error(rs, "invalid_argument", "DiffRequest: not a "
                                 "valid message");
-    rc = diff_run(rq->srv->db, r, rs);
+    if (query_opts(rq, rs, 0, 0, &o))   /* each side has its own range */
+        rc = diff_run(rq->srv->db, r, &o, rs);
     querier__v1__diff_request__free_unpacked(r, NULL);
     return rc;
 }
@@ -854,22 +873,28 @@ static int q_select_series(em_req *rq, em_resp *rs, const uint8_t *p,
     Querier__V1__SelectSeriesRequest *r =
         querier__v1__select_series_request__unpack(NULL, n, p);
     ember_result *res = NULL;
+    ember_query_opts o;
     em_buf wrap = { 0 };
     int rc;
 
     if (r == NULL)
         return em_connect_error(rs, "invalid_argument", "SelectSeriesRequest: "
                                 "not a valid message");
+    if (!query_opts(rq, rs, r->start, r->end, &o)) {
+        querier__v1__select_series_request__free_unpacked(r, NULL);
+        return EMBER_OK;                /* answered */
+    }
     rc = series_wrap(r, &wrap);
     if (rc == EMBER_OK)
         rc = em_buf_put(&wrap, "", 1);
     if (rc == EMBER_OK && !(r->step >= 0.001 && r->step <= 1e9))
         rc = em_err(EMBER_EINVAL, "step %g: expected seconds, at least "
                     "0.001", r->step);
-    if (rc == EMBER_OK)
+    if (rc == EMBER_OK) {
+        o.step_ms = (int64_t)(r->step * 1000);
         rc = select_query(rq->srv->db, r->profile_typeid, r->label_selector,
-                          (const char *)wrap.p, "))", r->start, r->end,
-                          (int64_t)(r->step * 1000), &res);
+                          (const char *)wrap.p, "))", &o, &res);
+    }
     rc = rc == EMBER_OK ? series_points_reply(rs, res,
                                               r->limit)
                         : em_connect_ember(rs, rc);

@@ -56,6 +56,20 @@ expect 400 bad_data 'timeout=soon' -d timeout=soon
   grep -q '"service"' "$tmp/body" || fail "labels with a timeout: $(cat "$tmp/body")"
 [ "$(curl -s -o "$tmp/body" -w '%{http_code}' "$(url '/api/v1/types?timeout=never')")" = 400 ] ||
   fail "types with a bad timeout: $(cat "$tmp/body")"
+# the querier's Connect calls: Connect-Timeout-Ms lowers the limit, past
+# it deadline_exceeded (504), a malformed one invalid_argument
+connect() {  # connect TIMEOUT-MS: SelectMergeStacktraces of the big stacks
+  curl -s -o "$tmp/body" -w '%{http_code}' -H 'Content-Type: application/json' \
+    -H "Connect-Timeout-Ms: $1" -d '{"profileTypeID":"process_cpu:cpu:nanoseconds:cpu:nanoseconds",
+      "labelSelector":"{service=\"big\"}","start":"0","end":"4102444800000"}' \
+    "$(url /querier.v1.QuerierService/SelectMergeStacktraces)" || true
+}
+[ "$(connect 2)" = 504 ] && grep -q '"code":"deadline_exceeded"' "$tmp/body" &&
+  grep -q 'query time limit of 2 ms' "$tmp/body" || fail "Connect-Timeout-Ms 2: $(cat "$tmp/body")"
+[ "$(connect soon)" = 400 ] && grep -q '"code":"invalid_argument"' "$tmp/body" ||
+  fail "a bad Connect-Timeout-Ms: $(cat "$tmp/body")"
+[ "$(connect 600000)" = 200 ] && grep -q '"flamegraph"' "$tmp/body" ||
+  fail "SelectMergeStacktraces within its time: $(head -c 300 "$tmp/body")"
 
 # ---- streaming ----------------------------------------------------------------
 curl -sv -G --data-urlencode "query=$query" -d format=collapsed "$(url /api/v1/query)" \

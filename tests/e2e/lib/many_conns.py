@@ -1,7 +1,8 @@
 """tests/e2e/lib/many_conns.py: N keep-alive connections to one server at
 once, as many clients hold them: every connection is opened first, then
 each sends REQS requests one after another on its own connection while
-all stay open. Prints "ok N R" (connections, 200 answers) or each failure.
+all stay open, until every one has its answers: so the server holds all N
+at once, whatever order it accepts and answers them in. Prints "ok N R" (connections, 200 answers) or each failure.
 No timing is measured or asserted; a slow answer is waited for.
 
 usage: many_conns.py HOST PORT N REQS PATH
@@ -41,8 +42,7 @@ async def client(host, port, reqs, path, opened, go):
         if close:
             got.append("closed")
             break
-    writer.close()
-    return got
+    return got, writer
 
 
 async def main():
@@ -57,6 +57,11 @@ async def main():
         await opened.acquire()
     go.set()
     results = await asyncio.gather(*tasks, return_exceptions=True)
+    for r in results:               # closed once all are answered
+        if not isinstance(r, BaseException):
+            r[1].close()
+    results = [r if isinstance(r, BaseException) else r[0]
+               for r in results]
     bad = [r for r in results
            if isinstance(r, BaseException) or r != [200] * reqs]
     if bad:

@@ -30,6 +30,7 @@ serve_start() {
   shift
   want=$(printf '%s\n' "$@" | grep -c '^--listen$') || true
   [ "$want" -gt 0 ] || want=1
+  : > "$tmp/log"     # here: the child truncates it only once it runs
   $EMBER serve -d "$db" "$@" 2> "$tmp/log" &
   pid=$!
   port=
