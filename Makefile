@@ -255,7 +255,8 @@ build/fuzz/libember-cli-fuzz.a: $(FUZZ_CLI_OBJ)
 	@$(if $(Q),echo "  AR      $@")
 	$(Q)rm -f $@ && ar rcs $@ $^
 $(FUZZ_SERVE:%=build/fuzz/%): build/fuzz/%: fuzz/%.c fuzz/serve_fuzz.c \
-    fuzz/serve_fuzz.h build/fuzz/libember-cli-fuzz.a build/fuzz/libember-fuzz.a $(HEADERS)
+    fuzz/serve_fuzz.h build/fuzz/libember-cli-fuzz.a \
+    build/fuzz/libember-fuzz.a $(HEADERS)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  FUZZ    $@")
 	$(Q)clang $(FUZZ_FLAGS) $< fuzz/serve_fuzz.c \

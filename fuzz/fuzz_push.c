@@ -46,6 +46,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FZ_CHECK(memcmp(&before, &after, sizeof before) == 0);
     }
     em_buf_free(&rs.body);
-    fz_serve_trim(NULL);
+    fz_serve_trim();
     return 0;
 }

@@ -16,6 +16,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #include "repl/serve.h"
 
@@ -30,7 +32,11 @@
 em_server *fz_serve(void);
 
 /* Sends the N bytes at REQ, a whole HTTP request, and runs the daemon until
-** the connection is closed. The answer's status, 0 when there was none. */
+** the connection is closed. The answer's status; 0 when none arrived, which
+** only libmicrohttpd may cause: refusing headers that overflow its
+** per-connection pool, or failing to fit the answer's headers in what is
+** left of it. A request that reached Ember's code and was not answered by
+** it aborts. */
 unsigned fz_serve_request(const uint8_t *req, size_t n);
 
 /* What the server's database holds: a refused request changes none. */
@@ -42,9 +48,9 @@ typedef struct fz_counts {
 /* DB's counts (the server's when NULL). */
 fz_counts fz_counts_of(ember_db *db);
 
-/* Empties the database when it has grown past a few MB, so that a long run
-** keeps its speed; SEED (or NULL) then fills it again. */
-void fz_serve_trim(void (*seed)(ember_db *db));
+/* Empties the database once it has grown past 32 MB, so that a long run
+** keeps its speed. */
+void fz_serve_trim(void);
 
 /* Appends to OUT the N bytes at P, percent-encoding those a request line
 ** cannot hold (controls, space, '#', DEL): the server decodes them back. */
