@@ -7,12 +7,13 @@
 ** sent as "GET /api/v1/query?QUERY-STRING", or as a POST of the form
 ** when there is one (multipart when it starts "--BOUNDARY", url-encoded
 ** otherwise), to the in-process server of fuzz/serve_fuzz.h. A
-** QUERY-STRING starting "/api/v1/label" or "/api/v1/types" names the path
-** too, for match[] and the label's name. So libmicrohttpd splits and
-** decodes the parameters, and its post processor the form, as for `ember
-** serve`; then the handler reads query, from, to, step, limit, width,
-** unit, cum and format (serve_api.c), runs the query on a small database
-** of two services and renders it.
+** QUERY-STRING starting "/api/v1/label", "/api/v1/types" or
+** "/api/v1/series" names the path too, for match[], start, end and the
+** label's name. So libmicrohttpd splits and decodes the parameters, and
+** its post processor the form, as for `ember serve`; then the handler
+** reads query, from, to, step, limit, width, unit, cum and format
+** (serve_api.c), runs the query on a small database of two services and
+** renders it.
 **
 ** Invariants: nothing crashes or leaks; every request is answered, and a
 ** query changes nothing stored.
@@ -69,6 +70,11 @@ static int form_head(em_buf *req, const uint8_t *body, size_t n)
     return rc == EMBER_OK ? em_buf_put(req, len, strlen(len)) : rc;
 }
 
+static bool starts(const uint8_t *p, size_t n, const char *prefix)
+{
+    return n >= strlen(prefix) && memcmp(p, prefix, strlen(prefix)) == 0;
+}
+
 /* The request of the input at [P, END) into REQ. */
 static int request(const uint8_t *p, const uint8_t *end, em_buf *req)
 {
@@ -78,8 +84,9 @@ static int request(const uint8_t *p, const uint8_t *end, em_buf *req)
     const uint8_t *body = nl != NULL ? nl + 1 : end;
     size_t nqs = (size_t)((nl != NULL ? nl : end) - p);
     size_t nbody = (size_t)(end - body);
-    bool path = (nqs >= 13 && memcmp(p, "/api/v1/label", 13) == 0) ||
-                (nqs >= 13 && memcmp(p, "/api/v1/types", 13) == 0);
+    bool path = starts(p, nqs, "/api/v1/label") ||
+                starts(p, nqs, "/api/v1/types") ||
+                starts(p, nqs, "/api/v1/series");
     int rc = em_buf_put(req, nbody > 0 ? "POST " : "GET ", nbody > 0 ? 5 : 4);
 
     if (rc == EMBER_OK && !path)
