@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,13 +14,14 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fuzz/serve_fuzz.h"
 
-/* MHD_run rounds one request may take: each moves bytes or answers, so a
-** request that needs more is stuck, which is a bug. */
-#define MAX_ROUNDS 100000
+/* Time without a byte moved that makes a request stuck, a bug: above the
+** query timeout, below fuzz-smoke's -timeout. */
+#define STUCK_MS 8000
 #define TRIM_BYTES (32u << 20)
 
 static em_server srv;
@@ -94,11 +96,15 @@ em_server *fz_serve(void)
     FZ_CHECK(mkdtemp(dir) != NULL);
     db_open();
     srv.opts = (em_serve_opts){ .dir = dir, .max_body = FZ_MAX_BODY,
-                                .max_conns = 16, .threads = 1 };
+                                .max_conns = 16, .threads = 1,
+                                .query_timeout_ms = 5000,
+                                .query_max_bytes = 256u << 20 };
     FZ_CHECK((srv.stats = em_calloc(em_nroutes, sizeof *srv.stats)) != NULL);
     pthread_mutex_init(&srv.log_lock, NULL);
-    /* no listening socket, no thread: fz_serve_request runs it */
-    daemon_ = MHD_start_daemon(MHD_USE_NO_LISTEN_SOCKET, 0, NULL, NULL,
+    /* no listening socket, no thread: fz_serve_request runs it (a
+    ** streamed answer's producer has one, as in ember serve) */
+    daemon_ = MHD_start_daemon(MHD_USE_NO_LISTEN_SOCKET |
+                               MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL,
                                on_request, &srv,
                                MHD_OPTION_NOTIFY_COMPLETED, on_completed,
                                &srv,
@@ -142,28 +148,45 @@ static unsigned status_of(const char *head, size_t n)
     return st;
 }
 
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 /* Moves the request in and the answer out until the daemon closes the
-** connection; the answer's first bytes go to HEAD. */
+** connection; the answer's first bytes go to HEAD. A streamed answer's
+** producer runs on a thread of its own, so a round that moves nothing
+** waits a millisecond for it; STUCK_MS of that is a bug. */
 static size_t pump(int fd, const uint8_t *req, size_t n, char *head,
                    size_t cap)
 {
     size_t off = 0, got = 0;
+    int64_t idle_since = now_ms();
     char buf[16384];
 
-    for (int round = 0; round < MAX_ROUNDS; round++) {
-        ssize_t w = off < n ? write(fd, req + off, n - off) : 0;
-        ssize_t r;
+    for (;;) {
+        ssize_t w = off < n ? write(fd, req + off, n - off) : 0, r;
+        bool moved = w > 0;
 
-        if (w > 0)
-            off += (size_t)w;
+        off += w > 0 ? (size_t)w : 0;
         MHD_run(daemon_);
         while ((r = read(fd, buf, sizeof buf)) > 0) {
             size_t k = got < cap ? cap - got : 0;
             memcpy(head + got, buf, (size_t)r < k ? (size_t)r : k);
             got += (size_t)r < k ? (size_t)r : k;
+            moved = true;
         }
         if (r == 0 || (r < 0 && errno != EAGAIN))
             return got;         /* closed: the request is over */
+        if (moved)
+            idle_since = now_ms();
+        else if (now_ms() - idle_since > STUCK_MS)
+            break;
+        else
+            poll(&(struct pollfd){ .fd = fd, .events = POLLIN }, 1, 1);
     }
     fprintf(stderr, "serve_fuzz: the server is stuck: %zu of %zu request "
             "bytes in, %zu answer bytes out\n", off, n, got);

@@ -9,7 +9,9 @@
 ** thread runs (MHD_run) until it has answered and closed the connection:
 ** one thread, no timing, so that a run replays the same way every time.
 ** What differs from `ember serve`: the daemon's threading (serve.c runs a
-** pool over epoll) and a body limit of FZ_MAX_BODY, so that bombs are cheap.
+** pool over epoll; a streamed answer's producer thread is the same), a
+** body limit of FZ_MAX_BODY, so that bombs are cheap, and a query time
+** limit of 5 s, under the fuzzer's -timeout.
 */
 #ifndef FZ_SERVE_FUZZ_H
 #define FZ_SERVE_FUZZ_H
