@@ -181,6 +181,28 @@ $(BUILD)/fuzz/replay_%: $(BUILD)/obj/fuzz/%.o $(BUILD)/obj/fuzz/replay.o $(BUILD
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
+# The server's request decoders are the program's, not the library's: their
+# targets link the CLI's objects (an archive, so only what they reach),
+# with main.o's own `main` made local so that the fuzzer's or replay.c's
+# is the one, and fuzz/serve_fuzz.c, which drives an in-process server;
+# the CLI's libraries, linked dynamically.
+FUZZ_SERVE := fuzz_push fuzz_ingest fuzz_query_params
+FUZZ_SERVE_LIBS := $(CLI_STATIC) $(CLI_DYNAMIC)
+$(BUILD)/obj/repl/main-local.o: $(BUILD)/obj/repl/main.o
+	$(Q)objcopy --localize-symbol=main $< $@
+$(BUILD)/fuzz/libember-cli.a: $(filter-out %/repl/main.o,$(CLI_OBJ)) \
+    $(BUILD)/obj/repl/main-local.o
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  AR      $@")
+	$(Q)rm -f $@ && ar rcs $@ $^
+$(FUZZ_SERVE:%=$(BUILD)/fuzz/replay_%): $(BUILD)/fuzz/replay_%: \
+    $(BUILD)/obj/fuzz/%.o $(BUILD)/obj/fuzz/replay.o \
+    $(BUILD)/obj/fuzz/serve_fuzz.o $(BUILD)/fuzz/libember-cli.a \
+    $(BUILD)/libember.a
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) $^ $(FUZZ_SERVE_LIBS) -o $@
+
 BENCH_LIB_OBJ := $(BENCH_LIB_SRC:%.c=$(BUILD)/obj/%.o)
 $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(BENCH_LIB_OBJ) $(BUILD)/libember.a
 	@mkdir -p $(@D)
@@ -213,6 +235,33 @@ build/fuzz/%: fuzz/%.c build/fuzz/libember-fuzz.a $(HEADERS)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  FUZZ    $@")
 	$(Q)clang $(FUZZ_FLAGS) $< build/fuzz/libember-fuzz.a $(LDLIBS) -o $@
+# The server's targets: the CLI's sources (bpf/ too, which the CLI calls)
+# and Pyroscope's generated protobuf code, compiled once as the library is.
+FUZZ_CLI_OBJ := $(filter-out build/fuzz/obj/repl/main.o, \
+                  $(CLI_SRC:%.c=build/fuzz/obj/%.o)) \
+                build/fuzz/obj/repl/main-local.o \
+                $(SERVE_PROTO:%.proto=build/fuzz/obj/%.pb-c.o) \
+                $(patsubst %.c,build/fuzz/obj/%.o,$(filter bpf/%,$(LIB_SRC)))
+build/fuzz/obj/proto/pyroscope/%.pb-c.o: $(BUILD)/gen/proto/pyroscope/%.pb-c.c \
+    $(HEADERS) $(SERVE_PROTO_H)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  FUZZCC  $<")
+	$(Q)clang $(FUZZ_OBJ_FLAGS) -c $< -o $@
+$(CLI_SRC:%.c=build/fuzz/obj/%.o): $(SERVE_PROTO_H)
+build/fuzz/obj/bpf/sampler.o: $(BPF_GEN)/sampler.skel.h
+build/fuzz/obj/repl/main-local.o: build/fuzz/obj/repl/main.o
+	$(Q)objcopy --localize-symbol=main $< $@
+build/fuzz/libember-cli-fuzz.a: $(FUZZ_CLI_OBJ)
+	@$(if $(Q),echo "  AR      $@")
+	$(Q)rm -f $@ && ar rcs $@ $^
+$(FUZZ_SERVE:%=build/fuzz/%): build/fuzz/%: fuzz/%.c fuzz/serve_fuzz.c \
+    fuzz/serve_fuzz.h build/fuzz/libember-cli-fuzz.a \
+    build/fuzz/libember-fuzz.a $(HEADERS)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  FUZZ    $@")
+	$(Q)clang $(FUZZ_FLAGS) $< fuzz/serve_fuzz.c \
+	  build/fuzz/libember-cli-fuzz.a build/fuzz/libember-fuzz.a \
+	  $(FUZZ_SERVE_LIBS) -o $@
 
 # ---- run and test ---------------------------------------------------------
 

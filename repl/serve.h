@@ -197,10 +197,16 @@ typedef struct em_connect_method {
 ** body made protobuf for M->run, and its answer made JSON again. A body
 ** that is neither is answered here. */
 int em_connect_call(em_req *rq, em_resp *rs, const em_connect_method *m);
+/* The same with the headers' values CT and CE given (NULL: absent), so
+** that no connection is needed (fuzz/fuzz_push.c): RQ's body and server. */
+int em_connect_call_with(em_req *rq, em_resp *rs, const em_connect_method *m,
+                         const char *ct, const char *ce);
 /* The Connect code of a status the server decided before the handler. */
 const char *em_connect_code(unsigned status);
-/* Pyroscope's POST /push.v1.PusherService/Push. */
+/* Pyroscope's POST /push.v1.PusherService/Push: a PushRequest's profiles
+** stored in one transaction, all or none. */
 int em_h_push(em_req *rq, em_resp *rs);
+extern const em_connect_method em_push_method;
 /* Pyroscope's querier, POST /querier.v1.QuerierService/METHOD (serve_querier.c):
 ** the handler reads the method from the path's last segment. */
 int em_h_querier(em_req *rq, em_resp *rs);

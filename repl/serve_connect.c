@@ -73,15 +73,13 @@ int em_connect_ember(em_resp *rs, int rc)
                                                    : ember_strerror(rc));
 }
 
-/* The request's bytes, gunzipped when Content-Encoding says so (*OWNED
-** then holds them, for the caller to free); *JSON says which codec. */
-static int call_body(em_req *rq, em_resp *rs, const uint8_t **p, size_t *n,
+/* The request's bytes, gunzipped when Content-Encoding CE says so (*OWNED
+** then holds them, for the caller to free); *JSON says which codec, by
+** Content-Type CT. */
+static int call_body(em_req *rq, em_resp *rs, const char *ct,
+                     const char *ce, const uint8_t **p, size_t *n,
                      void **owned, bool *json)
 {
-    const char *ct = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND,
-                                                 MHD_HTTP_HEADER_CONTENT_TYPE);
-    const char *ce = MHD_lookup_connection_value(
-        rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_ENCODING);
     const em_buf *b = em_req_body(rq);
 
     *owned = NULL;
@@ -141,12 +139,23 @@ static int call_to_json(em_resp *rs, const ProtobufCMessageDescriptor *out)
 
 int em_connect_call(em_req *rq, em_resp *rs, const em_connect_method *m)
 {
+    const char *ct = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND,
+                                                 MHD_HTTP_HEADER_CONTENT_TYPE);
+    const char *ce = MHD_lookup_connection_value(
+        rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_ENCODING);
+
+    return em_connect_call_with(rq, rs, m, ct, ce);
+}
+
+int em_connect_call_with(em_req *rq, em_resp *rs, const em_connect_method *m,
+                         const char *ct, const char *ce)
+{
     const uint8_t *p;
     void *owned = NULL;
     em_buf wire = { 0 };
     size_t n;
     bool json;
-    int rc = call_body(rq, rs, &p, &n, &owned, &json);
+    int rc = call_body(rq, rs, ct, ce, &p, &n, &owned, &json);
 
     if (rc != EMBER_OK || rs->status != 200)
         goto done;
@@ -198,16 +207,16 @@ static int push_series(ember_txn *txn, const Push__V1__RawProfileSeries *s,
     char origin[64];
     int rc = push_labels(s, labels, &o.nlabels, &o.name);
 
+    if (rc != EMBER_OK)
+        return em_err_prefix(rc, "series %zu", si);
     o.labels = labels;
+    o.origin = origin;          /* an import's errors start with it */
     for (size_t j = 0; j < s->n_samples && rc == EMBER_OK; j++) {
         snprintf(origin, sizeof origin, "series %zu, sample %zu", si, j);
-        o.origin = origin;
         rc = ember_txn_import(txn, s->samples[j]->raw_profile.data,
                               s->samples[j]->raw_profile.len, &o, NULL);
     }
-    if (rc != EMBER_OK)
-        return em_err_prefix(rc, "series %zu", si);
-    return EMBER_OK;
+    return rc;
 }
 
 /* Every profile of R in one transaction: a push is stored whole or not. */
@@ -241,12 +250,12 @@ static int push_run(em_req *rq, em_resp *rs, const uint8_t *p, size_t n)
     return EMBER_OK;
 }
 
+const em_connect_method em_push_method = {
+    "Push", &push__v1__push_request__descriptor,
+    &push__v1__push_response__descriptor, push_run
+};
+
 int em_h_push(em_req *rq, em_resp *rs)
 {
-    static const em_connect_method push = {
-        "Push", &push__v1__push_request__descriptor,
-        &push__v1__push_response__descriptor, push_run
-    };
-
-    return em_connect_call(rq, rs, &push);
+    return em_connect_call(rq, rs, &em_push_method);
 }

@@ -200,6 +200,8 @@ static enum MHD_Result form_take(void *cls, enum MHD_ValueKind kind,
     em_param *p = rq->nparams > 0 ? &rq->params[rq->nparams - 1] : NULL;
 
     (void)kind, (void)ctype, (void)encoding;
+    if (key == NULL)            /* a part with no name: a malformed form */
+        return MHD_NO;
     if (off == 0 || p == NULL || strcmp(p->name, key) != 0)
         p = param_add(rq, key);
     if (p == NULL || (filename == NULL &&
@@ -389,11 +391,14 @@ static void req_feed(em_req *rq, const char *data, size_t n)
         return;
     }
     if (rq->form) {
-        if (MHD_post_process(rq->pp, data, n) != MHD_YES)
-            refuse(rq, rq->form_failed ? 413 : 400, rq->form_failed
-                   ? "a form field is over %u bytes, or more than %u fields"
-                   : "a malformed form body (field %u of %u)",
-                   EM_SERVE_MAX_PARAM_BYTES, EM_SERVE_MAX_PARAMS);
+        if (MHD_post_process(rq->pp, data, n) == MHD_YES)
+            return;
+        if (rq->form_failed)
+            refuse(rq, 413, "a form field is over %u bytes, or more than "
+                   "%u fields", EM_SERVE_MAX_PARAM_BYTES,
+                   EM_SERVE_MAX_PARAMS);
+        else
+            refuse(rq, 400, "a malformed form body");
         return;
     }
     if (em_buf_put(&rq->body, data, n) != EMBER_OK)

@@ -12,7 +12,8 @@
 #include <microhttpd.h>
 
 #define EM_MHD_FUNCS(X)                                                    \
-    X(MHD_add_response_header) X(MHD_create_post_processor)               \
+    X(MHD_add_connection) X(MHD_add_response_header)                       \
+    X(MHD_create_post_processor)                                           \
     X(MHD_create_response_from_buffer_with_free_callback)                 \
     X(MHD_create_response_from_callback) X(MHD_destroy_post_processor)    \
     X(MHD_destroy_response) X(MHD_get_connection_info)                     \
@@ -37,6 +38,7 @@ int em_mhd_load(void);
 
 /* A name's use inside its own #define is not expanded again: each reads
 ** the field of the same name. */
+#define MHD_add_connection (em_mhd.MHD_add_connection)
 #define MHD_add_response_header (em_mhd.MHD_add_response_header)
 #define MHD_create_post_processor (em_mhd.MHD_create_post_processor)
 #define MHD_create_response_from_buffer_with_free_callback \

@@ -18,6 +18,7 @@
 **
 ** from (unix seconds) is the profiles' time when the input has none.
 */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -170,8 +171,9 @@ static int ingest_time(const char *from, ember_import_opts *o)
 
     if (from == NULL || from[0] == '\0')
         return EMBER_OK;
+    errno = 0;
     v = strtoll(from, &end, 10);
-    if (*end != '\0' || v < 0)
+    if (*end != '\0' || v < 0 || errno == ERANGE)
         return em_err(EMBER_EINVAL, "from=%s: expected unix seconds", from);
     o->time_ms = v >= 100000000000000LL ? v / 1000000
                : v >= 100000000000LL ? v : v * 1000;
@@ -198,40 +200,48 @@ static int ingest_format(const char *format, ember_import_opts *o,
     return EMBER_OK;
 }
 
-int em_h_ingest(em_req *rq, em_resp *rs)
-{
-    app_name *a = em_calloc(1, sizeof *a);
-    ember_import_opts o = { .sz = sizeof o, .origin = "ingest body" };
-    const em_buf *body = em_req_body(rq);
-    em_buf conv = { 0 };
-    bool lines = false;
-    int rc = a == NULL ? em_err(EMBER_ENOMEM, "out of memory") : EMBER_OK;
+/* An /ingest request's parameters, decoded; the labels point into A. */
+typedef struct ingest_req {
+    app_name a;
+    ember_import_opts o;
+    bool lines;                 /* format=lines: made collapsed first */
+} ingest_req;
 
-    if (rc == EMBER_OK)
-        rc = app_parse(a, em_req_param(rq, "name"),
+/* RQ's parameters (query string or form fields) into IN. */
+static int ingest_params(const em_req *rq, ingest_req *in)
+{
+    int rc = app_parse(&in->a, em_req_param(rq, "name"),
                        em_req_param(rq, "spyName"));
+
     if (rc == EMBER_OK && em_req_param(rq, "prev_profile") != NULL)
         rc = em_err(EMBER_EINVAL, "prev_profile: cumulative profiles are "
                     "not taken yet; send deltas");
-    if (rc == EMBER_OK) {
-        o.type = a->type;
-        o.labels = a->labels;
-        o.nlabels = a->nlabels;
-        rc = ingest_format(em_req_param(rq, "format"), &o, &lines);
-    }
-    if (rc == EMBER_OK)
-        rc = ingest_time(em_req_param(rq, "from"), &o);
-    if (rc == EMBER_OK && lines && (rc = lines_to_collapsed(body, &conv)) ==
-        EMBER_OK)
+    if (rc != EMBER_OK)
+        return rc;
+    in->o = (ember_import_opts){ .sz = sizeof in->o, .origin = "ingest body",
+                                 .type = in->a.type, .labels = in->a.labels,
+                                 .nlabels = in->a.nlabels };
+    rc = ingest_format(em_req_param(rq, "format"), &in->o, &in->lines);
+    return rc == EMBER_OK ? ingest_time(em_req_param(rq, "from"), &in->o)
+                          : rc;
+}
+
+int em_h_ingest(em_req *rq, em_resp *rs)
+{
+    ingest_req *in = em_calloc(1, sizeof *in);
+    const em_buf *body = em_req_body(rq);
+    em_buf conv = { 0 };
+    int rc = in == NULL ? em_err(EMBER_ENOMEM, "out of memory")
+                        : ingest_params(rq, in);
+
+    if (rc == EMBER_OK && in->lines &&
+        (rc = lines_to_collapsed(body, &conv)) == EMBER_OK)
         body = &conv;
-    if (rc == EMBER_OK && body->len == 0)
-        goto done;              /* an SDK's empty interval: nothing to do */
-    if (rc == EMBER_OK)
-        rc = ember_import(rq->srv->db, body->p != NULL ? body->p : (void *)"",
-                          body->len, &o, NULL);
-done:
+    /* an empty body is an SDK's empty interval: nothing to do */
+    if (rc == EMBER_OK && body->len > 0)
+        rc = ember_import(rq->srv->db, body->p, body->len, &in->o, NULL);
     em_buf_free(&conv);
-    em_free(a);
+    em_free(in);
     if (rc != EMBER_OK)
         return em_resp_ember(rs, rc);
     return EMBER_OK;            /* Pyroscope answers 200 with no body */
