@@ -234,6 +234,10 @@ static struct MHD_Daemon *daemon_start(em_server *s, int fd, char *cert,
         MHD_OPTION_THREAD_POOL_SIZE, s->opts.threads,
         /* the hard stop past the soft limit that answers 503 */
         MHD_OPTION_CONNECTION_LIMIT, s->opts.max_conns + 64,
+        /* a connection's memory for its request line, headers and
+        ** parameters: the default 32 KiB held fewer than our 256
+        ** parameters, and past it libmicrohttpd answered nothing */
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)EM_SERVE_CONN_MEMORY,
         MHD_OPTION_CONNECTION_TIMEOUT, s->opts.idle_timeout_s,
         MHD_OPTION_NOTIFY_COMPLETED, em_http_on_completed, s,
         MHD_OPTION_NOTIFY_CONNECTION, em_http_on_connection, s,

@@ -110,6 +110,9 @@ status 400 "$(url '/api/v1/label/bad-name/values')"
 status 404 "$(url /api/v2/query)"
 grep -q '"errorType":"not_found"' "$tmp/body" || fail "404 body"
 status 405 -X DELETE "$(url /api/v1/query)"
+many=$(awk 'BEGIN { for (i = 0; i < 600; i++) printf "%sp%d=1", i ? "&" : "", i }')
+status 400 "$(url "/api/v1/labels?$many")"
+grep -q 'more than 256 parameters' "$tmp/body" || fail "600 parameters: $(cat "$tmp/body")"
 status 405 "$(url /api/v1/import)"
 
 # metrics count what was answered; the access log has a line per request
