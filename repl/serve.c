@@ -236,7 +236,9 @@ static struct MHD_Daemon *daemon_start(em_server *s, int fd, char *cert,
         MHD_OPTION_CONNECTION_LIMIT, s->opts.max_conns + 64,
         /* a connection's memory for its request line, headers and
         ** parameters: the default 32 KiB held fewer than our 256
-        ** parameters, and past it libmicrohttpd answered nothing */
+        ** parameters, and past it libmicrohttpd answered nothing. It is
+        ** zeroed between requests, so it is resident: 1,000 idle
+        ** connections hold 64 MiB (256 KiB held 256 MiB) */
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)EM_SERVE_CONN_MEMORY,
         MHD_OPTION_CONNECTION_TIMEOUT, s->opts.idle_timeout_s,
         MHD_OPTION_NOTIFY_COMPLETED, em_http_on_completed, s,

@@ -36,7 +36,7 @@
 #define EM_SERVE_MAX_LISTEN 8
 #define EM_SERVE_MAX_PARAMS 256         /* per request */
 #define EM_SERVE_MAX_PARAM_BYTES (1u << 20) /* one form field, files aside */
-#define EM_SERVE_CONN_MEMORY (256u << 10)  /* request line, headers, query */
+#define EM_SERVE_CONN_MEMORY (64u << 10)   /* request line, headers, query */
 /* Latency histogram bounds, seconds (Prometheus' default buckets). */
 #define EM_SERVE_NBUCKETS 11
 
