@@ -99,9 +99,9 @@ static int cand_add(em_completion *c, const char *word, size_t len,
 {
     char *w, *s;
 
-    if (c->n == c->cap) {
-        size_t cap = c->cap ? c->cap * 2 : 32;
-        char **nw = em_realloc(c->words, cap * sizeof *nw);
+    if (c->n == c->cap) {               /* two arrays grown alike */
+        size_t cap = c->cap;
+        char **nw = em_grow(c->words, &cap, c->n + 1, sizeof *nw);
         if (nw != NULL)
             c->words = nw;
         char **ns = nw ? em_realloc(c->suffixes, cap * sizeof *ns) : NULL;
