@@ -5,12 +5,16 @@
 ** one sent before it is what happened in between.
 **
 ** The two sets were decoded separately, so their indexes mean nothing to
-** each other: a sample is matched by content, a key of bytes holding its
-** profile's type and labels and, for each location of its stack (leaf
-** first), the mapping's file and build id, the address, and each inline
-** frame's function (name, system name, file, start line) and line. Every
-** field is length-prefixed, so different contents never make one key.
-** Keys are sorted and matched by binary search.
+** each other: things are matched by content, in three rounds that each
+** give equal content in either set one canonical id. Locations first, by
+** a key of bytes holding the mapping's file and build id, the address, and
+** each inline frame's function (name, system name, file, start line) and
+** line; then stacks, by their locations' canonical ids (leaf first); then
+** profiles, by type and labels. Every field is length-prefixed, so
+** different contents never make one key; keys are sorted to find equals.
+** A sample is then its profile's and stack's ids in one integer, and the
+** previous value is found by binary search. A location's strings are thus
+** held once, not once per sample that reaches it.
 **
 ** Per stack: the current value (repeats summed) minus the previous one.
 ** A stack whose delta is 0 is dropped; so is one whose value went down
@@ -25,13 +29,13 @@
 #include "ingest/ingest.h"
 #include "ingest/ingest_int.h"
 
-/* One sample's key: LEN bytes at OFF of the key buffer, then P once the
-** buffer stops moving. */
+/* A key: LEN bytes at OFF of the key buffer (P once the buffer stops
+** moving), of entry IDX of set SIDE (0: the current one, 1: prev). */
 typedef struct key_ent {
     size_t off, len;
     const uint8_t *p;
-    int64_t value;
-    size_t idx;                 /* the sample's index in its set */
+    uint32_t idx;
+    uint32_t side;
 } key_ent;
 
 typedef struct keys {
@@ -61,64 +65,111 @@ static int put_u64(em_buf *b, uint64_t v)
     return em_buf_put(b, &v, sizeof v);
 }
 
-static int key_profile(em_buf *b, const em_pset_profile *p)
-{
-    int rc = put_str(b, p->type) | put_u64(b, p->nlabels);
+/* The keys of each round; each returns nonzero when out of memory. The
+** fields go in the order written (|| orders them). */
+typedef int (*key_fn)(em_buf *b, const em_pset *s, size_t i,
+                      const uint32_t *lower);
 
-    for (size_t i = 0; rc == EMBER_OK && i < p->nlabels; i++)
-        rc = put_str(b, p->labels[i].name) | put_str(b, p->labels[i].value);
-    return rc != EMBER_OK ? EMBER_ENOMEM : EMBER_OK;
-}
-
-static int key_location(em_buf *b, const em_pset *s, uint32_t li)
+static int key_loc(em_buf *b, const em_pset *s, size_t i,
+                   const uint32_t *lower)
 {
-    const em_pset_loc *l = &s->locs[li];
+    const em_pset_loc *l = &s->locs[i];
     const ember_mapping *m = l->mapping > 0 ? &s->mappings[l->mapping - 1]
                                             : NULL;
-    int rc = put_str(b, m != NULL ? m->file : "") |
-             put_str(b, m != NULL ? m->build_id : "") |
-             put_u64(b, l->address) | put_u64(b, l->nlines);
 
-    for (size_t i = 0; rc == EMBER_OK && i < l->nlines; i++) {
-        const em_pset_line *ln = &s->lines[l->first + i];
+    (void)lower;
+    if (put_str(b, m != NULL ? m->file : "") ||
+        put_str(b, m != NULL ? m->build_id : "") ||
+        put_u64(b, l->address) || put_u64(b, l->nlines))
+        return EMBER_ENOMEM;
+    for (size_t j = 0; j < l->nlines; j++) {
+        const em_pset_line *ln = &s->lines[l->first + j];
         const ember_function *f = &s->functions[ln->function];
-        rc = put_str(b, f->name) | put_str(b, f->system_name) |
-             put_str(b, f->file) | put_u64(b, (uint64_t)f->start_line) |
-             put_u64(b, (uint64_t)ln->line);
+        if (put_str(b, f->name) || put_str(b, f->system_name) ||
+            put_str(b, f->file) || put_u64(b, (uint64_t)f->start_line) ||
+            put_u64(b, (uint64_t)ln->line))
+            return EMBER_ENOMEM;
     }
-    return rc != EMBER_OK ? EMBER_ENOMEM : EMBER_OK;
+    return EMBER_OK;
 }
 
-/* Appends sample SI of S under its key to K. */
-static int key_sample(keys *k, const em_pset *s, size_t si)
+/* A stack: its locations' canonical ids (LOWER), leaf first. */
+static int key_stack(em_buf *b, const em_pset *s, size_t i,
+                     const uint32_t *lower)
 {
-    const em_pset_sample_ent *e = &s->samples[si];
-    const em_pset_stack_ent *st = &s->stacks[e->stack];
-    size_t off = k->buf.len;
-    key_ent *ents;
-    int rc = key_profile(&k->buf, &s->profiles[e->profile]) |
-             put_u64(&k->buf, st->n);
+    const em_pset_stack_ent *st = &s->stacks[i];
+    int rc = em_buf_reserve(b, (size_t)st->n * 4 + 4);
 
-    for (uint32_t i = 0; rc == EMBER_OK && i < st->n; i++)
-        rc = key_location(&k->buf, s, s->pool[st->off + i]);
-    ents = rc == EMBER_OK ? em_grow(k->ents, &k->cap, k->n + 1, sizeof *ents)
-                          : NULL;
-    if (ents == NULL)
-        return em_err(EMBER_ENOMEM, "delta: out of memory for sample keys");
-    k->ents = ents;
-    ents[k->n++] = (key_ent){ .off = off, .len = k->buf.len - off,
-                              .value = e->value, .idx = si };
+    for (uint32_t d = 0; rc == EMBER_OK && d < st->n; d++)
+        rc = em_buf_put(b, &lower[s->pool[st->off + d]], 4);
+    return rc;
+}
+
+static int key_prof(em_buf *b, const em_pset *s, size_t i,
+                    const uint32_t *lower)
+{
+    const em_pset_profile *p = &s->profiles[i];
+
+    (void)lower;
+    if (put_str(b, p->type) || put_u64(b, p->nlabels))
+        return EMBER_ENOMEM;
+    for (size_t j = 0; j < p->nlabels; j++)
+        if (put_str(b, p->labels[j].name) || put_str(b, p->labels[j].value))
+            return EMBER_ENOMEM;
     return EMBER_OK;
 }
 
 static int key_cmp(const void *a, const void *b)
 {
     const key_ent *x = a, *y = b;
-    int c = memcmp(x->p, y->p, x->len < y->len ? x->len : y->len);
+    size_t n = x->len < y->len ? x->len : y->len;
+    int c = n > 0 ? memcmp(x->p, y->p, n) : 0;
 
     if (c != 0)
         return c;
     return x->len < y->len ? -1 : x->len > y->len;
+}
+
+/* Appends the keys of SET's N entries (SIDE) to K. */
+static int keys_add(keys *k, const em_pset *set, size_t n, uint32_t side,
+                    key_fn fn, const uint32_t *lower)
+{
+    for (size_t i = 0; i < n; i++) {
+        size_t off = k->buf.len;
+        key_ent *ents = fn(&k->buf, set, i, lower) == EMBER_OK
+            ? em_grow(k->ents, &k->cap, k->n + 1, sizeof *ents) : NULL;
+        if (ents == NULL)
+            return em_err(EMBER_ENOMEM, "delta: out of memory for keys");
+        k->ents = ents;
+        ents[k->n++] = (key_ent){ .off = off, .len = k->buf.len - off,
+                                  .idx = (uint32_t)i, .side = side };
+    }
+    return EMBER_OK;
+}
+
+/* Gives the N[0] entries of SET[0] and N[1] of SET[1] ids into OUT[0] and
+** OUT[1], equal where their keys (by FN, over LOWER ids) are. */
+static int canon(const em_pset *const set[2], const size_t n[2], key_fn fn,
+                 uint32_t *const lower[2], uint32_t *const out[2])
+{
+    keys k = { 0 };
+    uint32_t id = 0;
+    int rc = keys_add(&k, set[0], n[0], 0, fn, lower[0]);
+
+    if (rc == EMBER_OK)
+        rc = keys_add(&k, set[1], n[1], 1, fn, lower[1]);
+    if (rc == EMBER_OK) {
+        for (size_t i = 0; i < k.n; i++)
+            k.ents[i].p = k.buf.p + k.ents[i].off;
+        if (k.n > 1)
+            qsort(k.ents, k.n, sizeof *k.ents, key_cmp);
+        for (size_t i = 0; i < k.n; i++) {
+            id += i > 0 && key_cmp(&k.ents[i - 1], &k.ents[i]) != 0;
+            out[k.ents[i].side][k.ents[i].idx] = id;
+        }
+    }
+    keys_free(&k);
+    return rc;
 }
 
 /* The sample type, the second field of TYPE, is one of CUM's N names. */
@@ -137,59 +188,77 @@ static bool type_cumulative(const char *type, const char *const *cum,
     return false;
 }
 
-/* K's keys of the samples of S whose profile is cumulative, sorted. */
-static int keys_build(keys *k, const em_pset *s, const char *const *cum,
-                      size_t ncum)
-{
-    int rc = EMBER_OK;
+/* One sample of a cumulative profile: its profile's and stack's
+** canonical ids in one KEY. */
+typedef struct sval {
+    uint64_t key;
+    int64_t value;
+    size_t idx;
+} sval;
 
-    for (size_t i = 0; rc == EMBER_OK && i < s->nsamples; i++)
-        if (type_cumulative(s->profiles[s->samples[i].profile].type, cum,
-                            ncum))
-            rc = key_sample(k, s, i);
-    if (rc != EMBER_OK)
-        return rc;
-    for (size_t i = 0; i < k->n; i++)
-        k->ents[i].p = k->buf.p + k->ents[i].off;
-    if (k->n > 1)
-        qsort(k->ents, k->n, sizeof *k->ents, key_cmp);
+static int sval_cmp(const void *a, const void *b)
+{
+    const sval *x = a, *y = b;
+
+    return x->key < y->key ? -1 : x->key > y->key;
+}
+
+/* The samples of S's cumulative profiles, keyed by the ids PROF and
+** STACK, sorted, into *OUT (*N of them). */
+static int svals(const em_pset *s, const uint32_t *prof,
+                 const uint32_t *stack, const char *const *cum, size_t ncum,
+                 sval **out, size_t *n)
+{
+    *n = 0;
+    if ((*out = em_malloc((s->nsamples + 1) * sizeof **out)) == NULL)
+        return em_err(EMBER_ENOMEM, "delta: out of memory for %zu samples",
+                      s->nsamples);
+    for (size_t i = 0; i < s->nsamples; i++) {
+        const em_pset_sample_ent *e = &s->samples[i];
+        if (type_cumulative(s->profiles[e->profile].type, cum, ncum))
+            (*out)[(*n)++] = (sval){ (uint64_t)prof[e->profile] << 32 |
+                                     stack[e->stack], e->value, i };
+    }
+    if (*n > 1)
+        qsort(*out, *n, sizeof **out, sval_cmp);
     return EMBER_OK;
 }
 
-/* The previous value of the stack keyed by E: PREV's equal keys summed
-** (they are adjacent). A sum past int64 saturates. */
-static int64_t prev_value(const keys *prev, const key_ent *e)
+/* The previous value of KEY: PREV's equal keys summed (they are
+** adjacent). A sum past int64 saturates. */
+static int64_t prev_value(const sval *prev, size_t n, uint64_t key)
 {
-    const key_ent *hit = prev->n > 0 ? bsearch(e, prev->ents, prev->n,
-                                               sizeof *e, key_cmp)
-                                     : NULL;
+    const sval k = { .key = key };
+    const sval *hit = n > 0 ? bsearch(&k, prev, n, sizeof k, sval_cmp)
+                            : NULL;
     int64_t sum = 0;
 
     if (hit == NULL)
         return 0;
-    while (hit > prev->ents && key_cmp(hit - 1, e) == 0)
+    while (hit > prev && hit[-1].key == key)
         hit--;
-    for (; hit < prev->ents + prev->n && key_cmp(hit, e) == 0; hit++)
+    for (; hit < prev + n && hit->key == key; hit++)
         sum = em_add_sat(sum, hit->value);
     return sum;
 }
 
-/* Sets each group of equal keys in CUR: its first sample holds the delta,
-** the rest 0; DROP marks the samples to remove. */
-static void deltas(em_pset *s, const keys *cur, const keys *prev, bool *drop)
+/* Sets each group of equal keys in CUR: its first sample holds the delta;
+** DROP marks the samples to remove (the rest, or all when the delta is 0
+** or less). */
+static void deltas(em_pset *s, const sval *cur, size_t nc, const sval *prev,
+                   size_t np, bool *drop)
 {
-    for (size_t i = 0, j; i < cur->n; i = j) {
+    for (size_t i = 0, j; i < nc; i = j) {
         int64_t sum = 0, d;
-        for (j = i; j < cur->n && key_cmp(&cur->ents[j], &cur->ents[i]) == 0;
-             j++) {
-            sum = em_add_sat(sum, cur->ents[j].value);
-            drop[cur->ents[j].idx] = true;
+        for (j = i; j < nc && cur[j].key == cur[i].key; j++) {
+            sum = em_add_sat(sum, cur[j].value);
+            drop[cur[j].idx] = true;
         }
-        if (__builtin_sub_overflow(sum, prev_value(prev, &cur->ents[i]), &d)
+        if (__builtin_sub_overflow(sum, prev_value(prev, np, cur[i].key), &d)
             || d <= 0)
             continue;
-        s->samples[cur->ents[i].idx].value = d;
-        drop[cur->ents[i].idx] = false;
+        s->samples[cur[i].idx].value = d;
+        drop[cur[i].idx] = false;
     }
 }
 
@@ -244,23 +313,57 @@ static int retype(em_pset *s, const char *const *cum, size_t ncum)
     return EMBER_OK;
 }
 
+/* The three rounds of canon: IDS[0..1] locations, [2..3] stacks, [4..5]
+** profiles (cur, prev). */
+static int canon_all(const em_pset *cur, const em_pset *prev, uint32_t *ids[6])
+{
+    const em_pset *const set[2] = { cur, prev };
+    const size_t nl[2] = { cur->nlocs, prev->nlocs },
+                 ns[2] = { cur->nstacks, prev->nstacks },
+                 np[2] = { cur->nprofiles, prev->nprofiles };
+    uint32_t *const none[2] = { NULL, NULL };
+    int rc = EMBER_OK;
+
+    for (size_t i = 0; i < 6 && rc == EMBER_OK; i++) {
+        size_t n = (i < 2 ? nl : i < 4 ? ns : np)[i % 2];
+        if ((ids[i] = em_calloc(n + 1, sizeof *ids[i])) == NULL)
+            rc = em_err(EMBER_ENOMEM, "delta: out of memory for %zu ids", n);
+    }
+    if (rc == EMBER_OK)
+        rc = canon(set, nl, key_loc, none, (uint32_t *const[2]){ ids[0],
+                                                                 ids[1] });
+    if (rc == EMBER_OK)
+        rc = canon(set, ns, key_stack, (uint32_t *const[2]){ ids[0], ids[1] },
+                   (uint32_t *const[2]){ ids[2], ids[3] });
+    if (rc == EMBER_OK)
+        rc = canon(set, np, key_prof, none,
+                   (uint32_t *const[2]){ ids[4], ids[5] });
+    return rc;
+}
+
 int em_pset_delta(em_pset *cur, const em_pset *prev, const char *const *cum,
                   size_t ncum)
 {
-    keys ck = { 0 }, pk = { 0 };
+    uint32_t *ids[6] = { NULL };
+    sval *cv = NULL, *pv = NULL;
+    size_t nc = 0, np = 0;
     bool *drop = em_calloc(cur->nsamples + 1, sizeof *drop);
     int rc = drop == NULL ? em_err(EMBER_ENOMEM, "delta: out of memory")
-                          : keys_build(&pk, prev, cum, ncum);
+                          : canon_all(cur, prev, ids);
 
     if (rc == EMBER_OK)
-        rc = keys_build(&ck, cur, cum, ncum);
+        rc = svals(cur, ids[4], ids[2], cum, ncum, &cv, &nc);
+    if (rc == EMBER_OK)
+        rc = svals(prev, ids[5], ids[3], cum, ncum, &pv, &np);
     if (rc == EMBER_OK) {
-        deltas(cur, &ck, &pk, drop);
+        deltas(cur, cv, nc, pv, np, drop);
         compact(cur, drop);
         rc = retype(cur, cum, ncum);
     }
-    keys_free(&ck);
-    keys_free(&pk);
+    for (size_t i = 0; i < 6; i++)
+        em_free(ids[i]);
+    em_free(cv);
+    em_free(pv);
     em_free(drop);
     return rc;
 }
