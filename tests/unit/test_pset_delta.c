@@ -323,6 +323,73 @@ static void test_import_errors(void **state)
     em_free(prev);
 }
 
+/* Builds a set by hand: for each of N samples, profile type T with label
+** worker=W[i], a stack of the function F[i] (two frames: F[i] at an
+** address of its name, main), and value V[i]. */
+static void build(em_pset *s, const char *t, const char *const *w,
+                  const char *const *f, const int64_t *v, size_t n)
+{
+    memset(s, 0, sizeof *s);
+    for (size_t i = 0; i < n; i++) {
+        ember_label l = { "worker", w[i] };
+        ember_function fn = { .name = f[i] }, fm = { .name = "main" };
+        em_pset_line ln[2] = { { 0, 10 }, { 0, 20 } };
+        uint32_t loc[2], st, pr;
+        long at = em_pset_profile_find(s, t, &l, 1);
+        assert_int_equal(em_pset_function(s, &fn, &ln[0].function), 0);
+        assert_int_equal(em_pset_function(s, &fm, &ln[1].function), 0);
+        assert_int_equal(em_pset_location(s, 0, 0x10 * (uint8_t)f[i][0],
+                                          &ln[0], 1, &loc[0]), 0);
+        assert_int_equal(em_pset_location(s, 0, 0x1000, &ln[1], 1, &loc[1]),
+                         0);
+        assert_int_equal(em_pset_stack(s, loc, 2, &st), 0);
+        if (at < 0)
+            assert_int_equal(em_pset_profile_add(s, t, &l, 1, 0, 0, 0, &pr),
+                             0);
+        else
+            pr = (uint32_t)at;
+        assert_int_equal(em_pset_sample(s, pr, st, v[i]), 0);
+    }
+}
+
+/* Labels tell stacks apart; a value that fell is dropped; repeats sum;
+** stacks are matched by content, not by their order in the sets. */
+static void test_labels_and_resets(void **state)
+{
+    static const char *const cum[] = { "alloc_objects" };
+    const char *t = "memory:alloc_objects:count:space:bytes";
+    const char *const wc[] = { "a", "b", "a", "a", "a" };
+    const char *const fc[] = { "f", "f", "g", "h", "h" };
+    const int64_t vc[] = { 10, 7, 3, 2, 2 };
+    const char *const wp[] = { "a", "a", "a" };
+    const char *const fp[] = { "h", "g", "f" };
+    const int64_t vp[] = { 1, 5, 4 };
+    em_pset cur, prev;
+    int64_t got[3] = { 0 };     /* f/a, f/b, h/a */
+
+    (void)state;
+    build(&cur, t, wc, fc, vc, 5);
+    build(&prev, t, wp, fp, vp, 3);
+    assert_int_equal(em_pset_delta(&cur, &prev, cum, 1), EMBER_OK);
+    assert_int_equal(cur.nsamples, 3);      /* g fell: dropped */
+    for (size_t i = 0; i < cur.nsamples; i++) {
+        const em_pset_profile *p = &cur.profiles[cur.samples[i].profile];
+        const em_pset_stack_ent *st = &cur.stacks[cur.samples[i].stack];
+        const em_pset_loc *l = &cur.locs[cur.pool[st->off]];
+        const char *fn = cur.functions[cur.lines[l->first].function].name;
+        bool b = strcmp(p->labels[0].value, "b") == 0;
+        assert_string_equal(p->type, "memory:alloc_objects:count:space:"
+                                     "bytes:delta");
+        got[fn[0] == 'f' ? (b ? 1 : 0) : 2] += cur.samples[i].value;
+    }
+    assert_int_equal(got[0], 6);            /* 10 - 4 */
+    assert_int_equal(got[1], 7);            /* no prev under worker=b */
+    assert_int_equal(got[2], 3);            /* 2 + 2 - 1 */
+    assert_int_equal(cur.profiles[0].pos + cur.profiles[1].pos, 16);
+    em_pset_free(&cur);
+    em_pset_free(&prev);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -331,6 +398,7 @@ int main(void)
         cmocka_unit_test(test_heap_config),
         cmocka_unit_test(test_self),
         cmocka_unit_test(test_import_errors),
+        cmocka_unit_test(test_labels_and_resets),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
