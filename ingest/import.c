@@ -446,36 +446,42 @@ static void import_stats(const em_pset *s, const em_pset_counts *c,
     out->bytes = s->bytes_in;
 }
 
-/* Decodes, then writes in TXN, or (TXN NULL) in a transaction of DB's own
-** begun only once the input decoded, so that decoding never holds the
-** writer lock. */
-static int import_run(ember_db *db, ember_txn *txn, const void *buf,
-                      size_t len, const em_import_opts *opts,
-                      em_import_stats *out)
+/* Writes S (decoded, RC its decoder's result) in TXN, or (TXN NULL) in a
+** transaction of DB's own begun only now, so that decoding never holds
+** the writer lock; frees S. */
+static int import_write(ember_db *db, ember_txn *txn, em_pset *s, int rc,
+                        em_import_stats *out)
 {
-    em_pset s = { 0 };
     em_pset_counts c = { 0 };
     ember_txn *own = NULL;
-    int rc;
 
-    if (out != NULL)
-        memset(out, 0, sizeof *out);
-    rc = em_decode(buf, len, opts, &s);
-    em_pset_trim(&s);       /* its indexes are a third of it; writing needs none */
-    if (rc == EMBER_OK && s.nsamples > 0) {
+    em_pset_trim(s);        /* its indexes are a third of it; writing needs none */
+    if (rc == EMBER_OK && s->nsamples > 0) {
         if (txn == NULL && (rc = ember_txn_begin(db, &own)) == EMBER_OK)
             txn = own;
         if (rc == EMBER_OK)
-            rc = em_pset_write(txn, &s, &c);
+            rc = em_pset_write(txn, s, &c);
         if (own != NULL && rc == EMBER_OK)
             rc = ember_txn_commit(own);
         else if (own != NULL)
             ember_txn_abort(own);
     }
     if (rc == EMBER_OK && out != NULL)
-        import_stats(&s, &c, out);
-    em_pset_free(&s);
+        import_stats(s, &c, out);
+    em_pset_free(s);
     return rc;
+}
+
+/* Decodes, then writes (import_write). */
+static int import_run(ember_db *db, ember_txn *txn, const void *buf,
+                      size_t len, const em_import_opts *opts,
+                      em_import_stats *out)
+{
+    em_pset s = { 0 };
+
+    if (out != NULL)
+        memset(out, 0, sizeof *out);
+    return import_write(db, txn, &s, em_decode(buf, len, opts, &s), out);
 }
 
 int em_import(ember_db *db, const void *buf, size_t len,
@@ -492,6 +498,53 @@ int em_import_txn(ember_txn *txn, const void *buf, size_t len,
     if (txn == NULL)
         return em_err(EMBER_EINVAL, "import: no transaction");
     return import_run(NULL, txn, buf, len, opts, out);
+}
+
+const char *const em_delta_default_types[] = {
+    "alloc_objects", "alloc_space", "contentions", "delay",
+};
+const size_t em_delta_ndefault_types = EM_ARRAY_LEN(em_delta_default_types);
+
+/* Decodes PREV with OPTS under its own origin into *OUT. */
+static int decode_prev(const void *prev, size_t len, const char *origin,
+                       const em_import_opts *opts, em_pset *out)
+{
+    em_import_opts o;
+    int rc = em_import_opts_norm(opts, &o);
+
+    o.origin = origin != NULL ? origin : "previous profile";
+    o.format = EM_FORMAT_PPROF;
+    return rc == EMBER_OK ? em_decode(prev, len, &o, out) : rc;
+}
+
+int em_import_delta(ember_db *db, const void *cur, size_t len,
+                    const void *prev, size_t prev_len,
+                    const char *prev_origin, const char *const *cum,
+                    size_t ncum, const em_import_opts *opts,
+                    em_import_stats *out)
+{
+    em_pset s = { 0 }, p = { 0 };
+    em_import_opts o;
+    int rc = db == NULL ? em_err(EMBER_EINVAL, "import: no database")
+                        : em_import_opts_norm(opts, &o);
+
+    if (out != NULL)
+        memset(out, 0, sizeof *out);
+    if (cum == NULL)
+        cum = em_delta_default_types, ncum = em_delta_ndefault_types;
+    o.format = EM_FORMAT_PPROF;
+    if (rc == EMBER_OK)
+        rc = decode_prev(prev, prev_len, prev_origin, &o, &p);
+    if (rc == EMBER_OK)
+        rc = em_decode(cur, len, &o, &s);
+    if (rc == EMBER_OK)
+        rc = em_pset_delta(&s, &p, cum, ncum);
+    em_pset_free(&p);
+    if (db == NULL) {
+        em_pset_free(&s);
+        return rc;
+    }
+    return import_write(db, NULL, &s, rc, out);
 }
 
 int em_import_collapsed(ember_db *db, const char *buf, size_t len,

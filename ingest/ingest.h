@@ -209,6 +209,34 @@ int em_format_parse(const char *s, em_format *out);
 int em_decode(const void *buf, size_t len, const em_import_opts *opts,
               em_pset *out);
 
+/* ---- cumulative profiles made deltas (ingest/pset_delta.c) -------------- */
+
+/* The pprof sample types Pyroscope takes as cumulative when a request
+** names none (Go's: alloc_objects, alloc_space, contentions, delay). */
+extern const char *const em_delta_default_types[];
+extern const size_t em_delta_ndefault_types;
+
+/* Makes CUR's cumulative profiles deltas against PREV (decoded from the
+** profile sent before, with the same options): a profile is cumulative
+** when its sample type (the type's second field) is one of the NCUM names
+** at CUM. Stacks are matched by content (mappings, addresses, functions,
+** lines), profiles by type and labels; each stack keeps its value minus
+** the previous one, and is dropped when that is 0 or less. Those types
+** gain ":delta". Other profiles of CUR stay as they are; PREV is only
+** read. EMBER_OK, ENOMEM, or ELIMIT for a type too long to gain ":delta". */
+int em_pset_delta(em_pset *cur, const em_pset *prev, const char *const *cum,
+                  size_t ncum);
+
+/* em_import of a pprof CUR made deltas against the pprof PREV (both
+** gzipped or not) as em_pset_delta says: PREV is decoded with OPTS under
+** the origin PREV_ORIGIN, and nothing is written unless both decode.
+** CUM NULL: em_delta_default_types. */
+int em_import_delta(ember_db *db, const void *cur, size_t len,
+                    const void *prev, size_t prev_len,
+                    const char *prev_origin, const char *const *cum,
+                    size_t ncum, const em_import_opts *opts,
+                    em_import_stats *out);
+
 /* ember_import (include/ember.h) and ember_import_files, the driver that
 ** `ember import` runs, live in ingest/import_driver.c over these. */
 

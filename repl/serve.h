@@ -270,6 +270,10 @@ const char *em_req_param(const em_req *rq, const char *name);
 /* Every value of NAME, in order, into OUT (at most MAX); their count. */
 size_t em_req_params(const em_req *rq, const char *name, const char **out,
                      size_t max);
+/* A form field's bytes (binary-safe: a file field is held whole, under
+** the body limit; a NUL after its length), or NULL when the body is no
+** form or has no field NAME. */
+const em_buf *em_req_field(const em_req *rq, const char *name);
 /* The raw body (also a form's file field "profile", if any). */
 const em_buf *em_req_body(const em_req *rq);
 

@@ -169,12 +169,19 @@ size_t em_req_params(const em_req *rq, const char *name, const char **out,
     return n;
 }
 
-const em_buf *em_req_body(const em_req *rq)
+const em_buf *em_req_field(const em_req *rq, const char *name)
 {
     for (size_t i = 0; rq->form && i < rq->nparams; i++)
-        if (strcmp(rq->params[i].name, "profile") == 0)
+        if (strcmp(rq->params[i].name, name) == 0)
             return &rq->params[i].value;
-    return &rq->body;
+    return NULL;
+}
+
+const em_buf *em_req_body(const em_req *rq)
+{
+    const em_buf *b = em_req_field(rq, "profile");
+
+    return b != NULL ? b : &rq->body;
 }
 
 static enum MHD_Result arg_take(void *cls, enum MHD_ValueKind kind,

@@ -17,17 +17,31 @@
 **                                types come from its sample types
 **
 ** from (unix seconds) is the profiles' time when the input has none.
+**
+** Cumulative profiles (issue 14): a pprof request may carry, as multipart
+** fields beside "profile", the profile sent before it ("prev_profile")
+** and a JSON "sample_type_config" saying which sample types are
+** cumulative (without one, Pyroscope's Go defaults). Those types are
+** stored as profile minus prev_profile per stack (em_import_delta), the
+** rest as sent; a bad field refuses the whole request, naming it.
 */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include <json-c/json.h>
+
+#include "ingest/ingest.h"
 #include "query/query.h"
 #include "repl/serve.h"
 
 #define MAX_LABELS EM_MAX_CLI_LABELS
 #define MAX_NAME 1024
+#define MAX_STC_BYTES (64u << 10)   /* sample_type_config's JSON */
+#define MAX_STC_TYPES 64u           /* sample types it may name */
+#define STC_DEPTH 4                 /* {type: {member: value}} and room */
 
 /* The type of folded input by the application name's KIND, as
 ** Pyroscope's legacy names mean them. Per-interval values are ":delta";
@@ -200,12 +214,129 @@ static int ingest_format(const char *format, ember_import_opts *o,
     return EMBER_OK;
 }
 
+/* ---- sample_type_config ------------------------------------------------ */
+
+/* sample_type_config, as Pyroscope's SDKs send it: a JSON object keyed by
+** pprof sample type, each {"units", "display-name", "aggregation":
+** strings, "cumulative", "sampled": booleans}. Only "cumulative" changes
+** what Ember stores (the types come from the pprof itself); the rest is
+** checked and kept by no one. The names point into JSON. */
+typedef struct type_config {
+    json_object *json;          /* NULL: no config was sent */
+    const char *cum[MAX_STC_TYPES];
+    size_t ncum;
+} type_config;
+
+static const struct stc_member {
+    const char *name;
+    json_type type;
+} stc_members[] = {
+    { "units", json_type_string },
+    { "display-name", json_type_string },
+    { "aggregation", json_type_string },
+    { "cumulative", json_type_boolean },
+    { "sampled", json_type_boolean },
+};
+
+/* One sample type's entry V, named NAME. */
+static int stc_entry(type_config *tc, const char *name, json_object *v)
+{
+    json_object *m;
+
+    if (!json_object_is_type(v, json_type_object))
+        return em_err(EMBER_EINVAL, "sample_type_config: \"%.100s\": "
+                      "expected an object", name);
+    for (size_t i = 0; i < EM_ARRAY_LEN(stc_members); i++)
+        if (json_object_object_get_ex(v, stc_members[i].name, &m) &&
+            !json_object_is_type(m, stc_members[i].type) &&
+            !json_object_is_type(m, json_type_null))
+            return em_err(EMBER_EINVAL, "sample_type_config: \"%.100s\": "
+                          "%s: expected a %s", name, stc_members[i].name,
+                          stc_members[i].type == json_type_string
+                          ? "string" : "boolean");
+    if (json_object_object_get_ex(v, "cumulative", &m) &&
+        json_object_get_boolean(m))
+        tc->cum[tc->ncum++] = name;
+    return EMBER_OK;
+}
+
+/* Parses the N bytes at JSON, all of them one value, into TC->json. */
+static int stc_json(type_config *tc, const char *json, size_t n)
+{
+    json_tokener *tok = json_tokener_new_ex(STC_DEPTH);
+    size_t end;
+    int rc = EMBER_OK;
+
+    if (tok == NULL)
+        return em_err(EMBER_ENOMEM, "sample_type_config: out of memory");
+    json_tokener_set_flags(tok, JSON_TOKENER_STRICT |
+                                JSON_TOKENER_VALIDATE_UTF8);
+    tc->json = json_tokener_parse_ex(tok, json, (int)n);
+    end = tc->json != NULL ? json_tokener_get_parse_end(tok) : n;
+    while (end < n && strchr(" \t\r\n", json[end]) != NULL)
+        end++;
+    if (tc->json == NULL)
+        rc = em_err(EMBER_EINVAL, "sample_type_config: %s",
+                    json_tokener_get_error(tok) == json_tokener_continue
+                    ? "the JSON ends inside its value"
+                    : json_tokener_error_desc(json_tokener_get_error(tok)));
+    else if (end < n)
+        rc = em_err(EMBER_EINVAL, "sample_type_config: data after the "
+                    "JSON value at byte %zu", end);
+    json_tokener_free(tok);
+    return rc;
+}
+
+/* The form field sample_type_config, if sent, into TC. */
+static int stc_parse(const em_req *rq, type_config *tc)
+{
+    const em_buf *b = em_req_field(rq, "sample_type_config");
+    int rc;
+
+    if (b == NULL)
+        return EMBER_OK;
+    if (b->len > MAX_STC_BYTES)
+        return em_err(EMBER_ELIMIT, "sample_type_config: over %u bytes",
+                      MAX_STC_BYTES);
+    if ((rc = stc_json(tc, b->p != NULL ? (const char *)b->p : "", b->len))
+        != EMBER_OK)
+        return rc;
+    if (!json_object_is_type(tc->json, json_type_object))
+        return em_err(EMBER_EINVAL, "sample_type_config: expected an object "
+                      "keyed by sample type");
+    if (json_object_object_length(tc->json) > (int)MAX_STC_TYPES)
+        return em_err(EMBER_ELIMIT, "sample_type_config: more than %u "
+                      "sample types", MAX_STC_TYPES);
+    json_object_object_foreach(tc->json, name, v)
+        if ((rc = stc_entry(tc, name, v)) != EMBER_OK)
+            return rc;
+    return EMBER_OK;
+}
+
+/* ---- the handler ---------------------------------------------------------- */
+
 /* An /ingest request's parameters, decoded; the labels point into A. */
 typedef struct ingest_req {
     app_name a;
     ember_import_opts o;
     bool lines;                 /* format=lines: made collapsed first */
+    const em_buf *prev;         /* prev_profile's bytes, or NULL */
+    type_config tc;
 } ingest_req;
+
+/* prev_profile, a form field of a pprof request, into IN->prev. */
+static int prev_param(const em_req *rq, ingest_req *in)
+{
+    in->prev = em_req_field(rq, "prev_profile");
+    if (in->prev == NULL && em_req_param(rq, "prev_profile") != NULL)
+        return em_err(EMBER_EINVAL, "prev_profile: expected a field of a "
+                      "multipart/form-data body");
+    if (in->prev != NULL && in->o.format != EMBER_FORMAT_PPROF)
+        return em_err(EMBER_EINVAL, "prev_profile: only with format=pprof");
+    if (in->prev != NULL && in->prev->len == 0)
+        return em_err(EMBER_EINVAL, "prev_profile: empty");
+    return EMBER_OK;
+}
 
 /* RQ's parameters (query string or form fields) into IN. */
 static int ingest_params(const em_req *rq, ingest_req *in)
@@ -213,17 +344,36 @@ static int ingest_params(const em_req *rq, ingest_req *in)
     int rc = app_parse(&in->a, em_req_param(rq, "name"),
                        em_req_param(rq, "spyName"));
 
-    if (rc == EMBER_OK && em_req_param(rq, "prev_profile") != NULL)
-        rc = em_err(EMBER_EINVAL, "prev_profile: cumulative profiles are "
-                    "not taken yet; send deltas");
     if (rc != EMBER_OK)
         return rc;
     in->o = (ember_import_opts){ .sz = sizeof in->o, .origin = "ingest body",
                                  .type = in->a.type, .labels = in->a.labels,
                                  .nlabels = in->a.nlabels };
     rc = ingest_format(em_req_param(rq, "format"), &in->o, &in->lines);
-    return rc == EMBER_OK ? ingest_time(em_req_param(rq, "from"), &in->o)
-                          : rc;
+    if (rc == EMBER_OK)
+        rc = ingest_time(em_req_param(rq, "from"), &in->o);
+    if (rc == EMBER_OK)
+        rc = prev_param(rq, in);
+    return rc == EMBER_OK ? stc_parse(rq, &in->tc) : rc;
+}
+
+/* The body made deltas against prev_profile (ingest/pset_delta.c). */
+static int ingest_delta(em_req *rq, const ingest_req *in, const em_buf *body)
+{
+    em_import_opts o = { .sz = sizeof o, .origin = "profile",
+                         .labels = in->o.labels, .nlabels = in->o.nlabels,
+                         .time_ms = in->o.time_ms,
+                         .format = EM_FORMAT_PPROF };
+    struct timespec ts;
+
+    if ((in->o.flags & EMBER_IMPORT_TIME) == 0) {
+        clock_gettime(CLOCK_REALTIME, &ts);
+        o.time_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    }
+    return em_import_delta(rq->srv->db, body->p, body->len, in->prev->p,
+                           in->prev->len, "prev_profile",
+                           in->tc.json != NULL ? in->tc.cum : NULL,
+                           in->tc.ncum, &o, NULL);
 }
 
 int em_h_ingest(em_req *rq, em_resp *rs)
@@ -238,9 +388,13 @@ int em_h_ingest(em_req *rq, em_resp *rs)
         (rc = lines_to_collapsed(body, &conv)) == EMBER_OK)
         body = &conv;
     /* an empty body is an SDK's empty interval: nothing to do */
-    if (rc == EMBER_OK && body->len > 0)
+    if (rc == EMBER_OK && body->len > 0 && in->prev != NULL)
+        rc = ingest_delta(rq, in, body);
+    else if (rc == EMBER_OK && body->len > 0)
         rc = ember_import(rq->srv->db, body->p, body->len, &in->o, NULL);
     em_buf_free(&conv);
+    if (in != NULL)
+        json_object_put(in->tc.json);
     em_free(in);
     if (rc != EMBER_OK)
         return em_resp_ember(rs, rc);
