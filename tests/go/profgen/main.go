@@ -139,6 +139,29 @@ func contend(rounds int) {
 	wg.Wait()
 }
 
+// contendSure makes contention until the mutex profile holds some, however
+// the scheduler ran contend's goroutines on a loaded machine (it once
+// wrote an empty mutex profile): a waiter is started on the held mutex,
+// given time to reach Lock, and let in.
+func contendSure() {
+	for i := 0; i < 10000 && pprof.Lookup("mutex").Count() == 0; i++ {
+		shared.Lock()
+		waiting := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			close(waiting)
+			shared.Lock()
+			counter++
+			shared.Unlock()
+			close(done)
+		}()
+		<-waiting
+		time.Sleep(200 * time.Microsecond) // the waiter reaches Lock
+		shared.Unlock()
+		<-done
+	}
+}
+
 func pipeline(n int) int {
 	ch := make(chan int) // unbuffered: both ends block
 	go func() {
@@ -249,6 +272,7 @@ func main() {
 		go labeled(w, func() { parked.Done(); <-park })
 	}
 	parked.Wait()
+	contendSure()
 	runtime.GC() // so inuse_* reflect the last collection
 	write(*out, "heap.pb.gz", lookup("heap"))
 	write(*out, "mutex.pb.gz", lookup("mutex"))
