@@ -68,6 +68,9 @@ wait_for() {
 }
 # serve [ARGS]: the server on $db, on tcp:$port when set, else a free one
 serve() {
+  # emptied here: the child truncates it only once it runs, and the last
+  # server's "listening" line read meanwhile gave a status of no server
+  : > "$tmp/serve.log"
   $EMBER serve -d "$db" --listen "unix:$tmp/s.sock" \
     --listen "tcp:${port:-0}" "$@" 2> "$tmp/serve.log" & srv=$!
   pids="$pids $srv"
