@@ -37,24 +37,15 @@ typedef Perftools__Profiles__Profile pb_profile;
 ** is not there (not run from the repository root). */
 static uint8_t *read_profile(const char *name, size_t *len)
 {
-    char path[256];
-    FILE *f;
-    uint8_t *raw;
+    char path[256], *raw;
     void *plain = NULL;
-    long n;
+    size_t n = 0;
 
     snprintf(path, sizeof path, "%s/%s", DATA_DIR, name);
-    if ((f = fopen(path, "rb")) == NULL)
+    if ((raw = tu_read_file(path, &n)) == NULL)
         skip();
-    assert_int_equal(fseek(f, 0, SEEK_END), 0);
-    n = ftell(f);
     assert_true(n > 0);
-    assert_int_equal(fseek(f, 0, SEEK_SET), 0);
-    raw = malloc((size_t)n);
-    assert_non_null(raw);
-    assert_int_equal(fread(raw, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    assert_int_equal(em_gunzip(raw, (size_t)n, 1u << 30, &plain, len), 0);
+    assert_int_equal(em_gunzip(raw, n, 1u << 30, &plain, len), 0);
     free(raw);
     return plain;                       /* em_free it */
 }
