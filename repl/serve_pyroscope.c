@@ -219,12 +219,15 @@ static int ingest_format(const char *format, ember_import_opts *o,
 /* sample_type_config, as Pyroscope's SDKs send it: a JSON object keyed by
 ** pprof sample type, each {"units", "display-name", "aggregation":
 ** strings, "cumulative", "sampled": booleans}. Only "cumulative" changes
-** what Ember stores (the types come from the pprof itself); the rest is
-** checked and kept by no one. The names point into JSON. */
+** what Ember stores (the types come from the pprof itself), and a
+** "display-name" of "mutex_..." tells a Go mutex profile from a block one
+** (their sample types are the same); the rest is checked and kept by no
+** one. The names point into JSON. */
 typedef struct type_config {
     json_object *json;          /* NULL: no config was sent */
     const char *cum[MAX_STC_TYPES];
     size_t ncum;
+    bool mutex;                 /* a display name says mutex */
 } type_config;
 
 static const struct stc_member {
@@ -257,6 +260,10 @@ static int stc_entry(type_config *tc, const char *name, json_object *v)
     if (json_object_object_get_ex(v, "cumulative", &m) &&
         json_object_get_boolean(m))
         tc->cum[tc->ncum++] = name;
+    if (json_object_object_get_ex(v, "display-name", &m) &&
+        json_object_is_type(m, json_type_string) &&
+        strncmp(json_object_get_string(m), "mutex", 5) == 0)
+        tc->mutex = true;
     return EMBER_OK;
 }
 
@@ -338,6 +345,16 @@ static int prev_param(const em_req *rq, ingest_req *in)
     return EMBER_OK;
 }
 
+/* Whether the pprof is Go's mutex profile rather than its block profile,
+** which has the same sample types: the SDK's display names say so, or the
+** name's KIND (mutex_count, ...). ingest/pprof_type.c reads "mutex" in
+** the origin, as it reads a file's name. */
+static bool ingest_mutex(const ingest_req *in)
+{
+    return in->tc.mutex ||
+           (in->a.type != NULL && strncmp(in->a.type, "mutex:", 6) == 0);
+}
+
 /* RQ's parameters (query string or form fields) into IN. */
 static int ingest_params(const em_req *rq, ingest_req *in)
 {
@@ -354,13 +371,19 @@ static int ingest_params(const em_req *rq, ingest_req *in)
         rc = ingest_time(em_req_param(rq, "from"), &in->o);
     if (rc == EMBER_OK)
         rc = prev_param(rq, in);
-    return rc == EMBER_OK ? stc_parse(rq, &in->tc) : rc;
+    if (rc == EMBER_OK)
+        rc = stc_parse(rq, &in->tc);
+    if (ingest_mutex(in))
+        in->o.origin = "ingest body (mutex)";
+    return rc;
 }
 
 /* The body made deltas against prev_profile (ingest/pset_delta.c). */
 static int ingest_delta(em_req *rq, const ingest_req *in, const em_buf *body)
 {
-    em_import_opts o = { .sz = sizeof o, .origin = "profile",
+    em_import_opts o = { .sz = sizeof o,
+                         .origin = ingest_mutex(in) ? "profile (mutex)"
+                                                    : "profile",
                          .labels = in->o.labels, .nlabels = in->o.nlabels,
                          .time_ms = in->o.time_ms,
                          .format = EM_FORMAT_PPROF };
@@ -371,7 +394,8 @@ static int ingest_delta(em_req *rq, const ingest_req *in, const em_buf *body)
         o.time_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
     }
     return em_import_delta(rq->srv->db, body->p, body->len, in->prev->p,
-                           in->prev->len, "prev_profile",
+                           in->prev->len, ingest_mutex(in)
+                           ? "prev_profile (mutex)" : "prev_profile",
                            in->tc.json != NULL ? in->tc.cum : NULL,
                            in->tc.ncum, &o, NULL);
 }
