@@ -345,6 +345,31 @@ static uint64_t json_u64(json_object *o, const char *key)
     return (uint64_t)json_object_get_uint64(v);
 }
 
+/* The "tables" array of a status answer, as many as S holds. */
+static void stats_tables(json_object *d, ember_stats *s)
+{
+    json_object *t;
+    size_t n;
+
+    if (!json_object_object_get_ex(d, "tables", &t) ||
+        !json_object_is_type(t, json_type_array))
+        return;
+    n = json_object_array_length(t);
+    for (size_t i = 0; i < n && s->ntables < EMBER_STATS_MAX_TABLES; i++) {
+        json_object *e = json_object_array_get_idx(t, i), *name;
+        ember_table_stats *ts = &s->tables[s->ntables];
+        if (!json_object_is_type(e, json_type_object) ||
+            !json_object_object_get_ex(e, "name", &name) ||
+            !json_object_is_type(name, json_type_string))
+            continue;
+        snprintf(ts->name, sizeof ts->name, "%s",
+                 json_object_get_string(name));
+        ts->entries = json_u64(e, "entries");
+        ts->bytes = json_u64(e, "bytes");
+        s->ntables++;
+    }
+}
+
 static void stats_fill(json_object *d, ember_stats *s)
 {
     s->format_version = (uint32_t)json_u64(d, "format_version");
@@ -361,6 +386,7 @@ static void stats_fill(json_object *d, ember_stats *s)
     s->chunk_bytes = json_u64(d, "chunk_bytes");
     s->file_bytes = json_u64(d, "file_bytes");
     s->used_bytes = json_u64(d, "used_bytes");
+    stats_tables(d, s);
 }
 
 EMBER_API int ember_client_stats(ember_client *c, ember_stats *out)

@@ -32,10 +32,6 @@ static int opts_params(em_buf *b, const ember_import_opts *o)
     if (o->format < 0 || o->format > 3)
         return em_err(EMBER_EINVAL, "import options: unknown format %d",
                       o->format);
-    if (o->flags & (EMBER_IMPORT_COMM | EMBER_IMPORT_NUMERIC_LABELS) ||
-        o->max_bytes != 0)
-        return em_err(EMBER_EINVAL, "import options: the server's import "
-                      "takes no comm or numeric-labels flag, nor max_bytes");
     if (rc == EMBER_OK)
         rc = em_http_param(b, "format", format_names[o->format]);
     for (size_t i = 0; rc == EMBER_OK && i < o->nlabels; i++) {
@@ -53,6 +49,14 @@ static int opts_params(em_buf *b, const ember_import_opts *o)
     if (rc == EMBER_OK && o->window_ms > 0) {
         snprintf(v, sizeof v, "%" PRId64 "ms", o->window_ms);
         rc = em_http_param(b, "window", v);
+    }
+    if (rc == EMBER_OK && (o->flags & EMBER_IMPORT_COMM))
+        rc = em_http_param(b, "comm", "1");
+    if (rc == EMBER_OK && (o->flags & EMBER_IMPORT_NUMERIC_LABELS))
+        rc = em_http_param(b, "numeric_labels", "series");
+    if (rc == EMBER_OK && o->max_bytes != 0) {
+        snprintf(v, sizeof v, "%" PRIu64, o->max_bytes);
+        rc = em_http_param(b, "max_size", v);
     }
     return rc == EMBER_OK ? em_buf_put(b, "", 1) : rc;
 }

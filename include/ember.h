@@ -665,9 +665,9 @@ EMBER_API const char *ember_client_errmsg(const ember_client *c);
 EMBER_API int ember_client_query(ember_client *c, const char *text,
                                  const ember_query_opts *opts,
                                  ember_result **out);
-/* ember_import on the server (POST /api/v1/import): the same options but
-** EMBER_IMPORT_COMM, EMBER_IMPORT_NUMERIC_LABELS and max_bytes, which the
-** server does not take (EMBER_EINVAL). STATS gets what the server wrote. */
+/* ember_import on the server (POST /api/v1/import), with the same options
+** (max_bytes at most the server's 1 GiB). STATS gets what the server
+** wrote. */
 EMBER_API int ember_client_import(ember_client *c, const void *buf,
                                   size_t len, const ember_import_opts *opts,
                                   ember_import_stats *stats);

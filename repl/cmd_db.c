@@ -1,7 +1,7 @@
 /*
 ** repl/cmd_db.c: `ember stats` and `ember verify`, the commands that look
 ** at a database as a whole. `ember stats --server URL` asks a server
-** (GET /api/v1/status), which sends no per-table figures.
+** (GET /api/v1/status) and prints the same.
 */
 #include <stdio.h>
 #include <string.h>
@@ -35,7 +35,7 @@ static void stats_print(const ember_stats *s)
         printf("lock              none: read-only, lock.mdb is not "
                "writable by this user\n");
     if (s->ntables == 0)
-        return;                 /* a server's answer has no tables */
+        return;
     printf("\n%-10s %12s %14s\n", "table", "entries", "bytes");
     for (unsigned i = 0; i < s->ntables; i++)
         printf("%-10s %12llu %14llu\n", s->tables[i].name,

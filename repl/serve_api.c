@@ -563,13 +563,30 @@ static int status_json(em_resp *rs, const em_server *s, const ember_stats *st)
         ",\"strings\":%" PRIu64 ",\"chunks\":%" PRIu64 ",\"head_chunks\":%"
         PRIu64 ",\"chunk_bytes\":%" PRIu64 ",\"file_bytes\":%" PRIu64
         ",\"used_bytes\":%" PRIu64 ",\"open_connections\":%u"
-        ",\"requests_in_flight\":%u}",
+        ",\"requests_in_flight\":%u",
         EMBER_VERSION_STRING, (double)(now_ms() - s->started_ms) / 1000.0,
         st->format_version, st->series, st->profiles, st->samples,
         st->stacks, st->locations, st->functions, st->mappings, st->strings,
         st->chunks, st->head_chunks, st->chunk_bytes, st->file_bytes,
         st->used_bytes, atomic_load(&s->open_conns),
         atomic_load(&s->active));
+}
+
+/* The per-table figures `ember stats` prints, and the object's end. */
+static int status_tables(em_resp *rs, const ember_stats *st)
+{
+    int rc = em_resp_text(rs, ",\"tables\":[");
+
+    for (unsigned i = 0; i < st->ntables && rc == EMBER_OK; i++) {
+        rc = em_resp_text(rs, i == 0 ? "{\"name\":" : ",{\"name\":");
+        if (rc == EMBER_OK)
+            rc = em_buf_json(&rs->body, st->tables[i].name);
+        if (rc == EMBER_OK)
+            rc = em_resp_printf(rs, ",\"entries\":%" PRIu64 ",\"bytes\":%"
+                                PRIu64 "}", st->tables[i].entries,
+                                st->tables[i].bytes);
+    }
+    return rc == EMBER_OK ? em_resp_text(rs, "]}") : rc;
 }
 
 static int h_status(em_req *rq, em_resp *rs)
@@ -580,7 +597,7 @@ static int h_status(em_req *rq, em_resp *rs)
     if (rc != EMBER_OK)
         return em_resp_ember(rs, rc);
     if ((rc = json_begin(rs)) || (rc = status_json(rs, rq->srv, &st)) ||
-        (rc = json_end(rs)))
+        (rc = status_tables(rs, &st)) || (rc = json_end(rs)))
         return rc;
     return EMBER_OK;
 }
@@ -624,6 +641,35 @@ static int import_labels(em_req *rq, em_resp *rs, ember_label *labels,
     return (int)n;
 }
 
+/* What `ember import` has as --comm, --numeric-labels and --max-size:
+** comm=1, numeric_labels=series|drop, max_size=BYTES (at most the 1 GiB
+** an import may hold after gunzip: a request may lower it only). */
+static int import_flags(em_req *rq, em_resp *rs, ember_import_opts *o,
+                        bool *bad)
+{
+    const char *comm = em_req_param(rq, "comm");
+    const char *num = em_req_param(rq, "numeric_labels");
+    const char *max = em_req_param(rq, "max_size");
+
+    *bad = true;
+    if (comm != NULL && strcmp(comm, "1") != 0 && strcmp(comm, "0") != 0)
+        return em_resp_error(rs, 400, "bad_data", "comm=%s: expected 1 or "
+                             "0", comm);
+    if (num != NULL && strcmp(num, "series") != 0 && strcmp(num, "drop"))
+        return em_resp_error(rs, 400, "bad_data", "numeric_labels=%s: "
+                             "expected series or drop", num);
+    if (max != NULL && (em_cli_size(max, &o->max_bytes) != 0 ||
+                        o->max_bytes == 0 || o->max_bytes > (1u << 30)))
+        return em_resp_error(rs, 400, "bad_data", "max_size=%s: expected "
+                             "bytes up to 1G, such as 512M", max);
+    if (comm != NULL && strcmp(comm, "1") == 0)
+        o->flags |= EMBER_IMPORT_COMM;
+    if (num != NULL && strcmp(num, "series") == 0)
+        o->flags |= EMBER_IMPORT_NUMERIC_LABELS;
+    *bad = false;
+    return EMBER_OK;
+}
+
 static int import_opts(em_req *rq, em_resp *rs, ember_import_opts *o,
                        bool *bad)
 {
@@ -654,7 +700,7 @@ static int import_opts(em_req *rq, em_resp *rs, ember_import_opts *o,
         return em_resp_error(rs, 400, "bad_data", "window=%s: expected a "
                              "duration", window);
     }
-    return EMBER_OK;
+    return import_flags(rq, rs, o, bad);
 }
 
 static int import_answer(em_resp *rs, const ember_import_stats *st)
