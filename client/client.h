@@ -11,6 +11,8 @@
 **               EMBER_* codes), queries, labels, types and status;
 **   import.c    ember_client_import and ember_client_import_files.
 **
+** The pusher (push.c, spool.c) sends through http.c too.
+**
 ** A client handle is used by one thread at a time (one curl handle, one
 ** keep-alive connection). Errors go through em_err, so ember_errmsg and
 ** ember_client_errmsg give the thread's last message.
@@ -46,6 +48,9 @@ int em_http_open(const char *url, const char *token, long timeout_ms,
 void em_http_close(em_http *h);                 /* NULL: no-op */
 /* The URL as the caller gave it, for messages. */
 const char *em_http_url(const em_http *h);
+/* Keeps only the first MAX bytes of each answer (0: all, up to 4 GiB),
+** for a caller that reads answers only to say what a refusal said. */
+void em_http_keep_answer(em_http *h, size_t max);
 /* GET PATH (with its query string, already escaped) or, when BODY is not
 ** NULL, POST it with LEN bytes of content type CTYPE. A transport failure
 ** is EMBER_EIO naming the URL; any status is EMBER_OK with *RESP filled

@@ -6,6 +6,7 @@
 ** client keeps its connection alive between requests. libcurl is opened at
 ** the first client (client/curl_dl.h), not linked. Its errors are
 ** translated here: callers see EMBER_EIO naming the URL, never a CURLcode.
+** The client and the pusher (client/push.c) both send through it.
 */
 #include <pthread.h>
 #include <stdio.h>
@@ -23,6 +24,8 @@ struct em_http {
     char *url;                  /* as the caller gave it */
     char *base;                 /* what request paths are appended to */
     char *token_header;         /* "Authorization: Bearer ..."; NULL: none */
+    size_t max_answer;          /* bytes of an answer kept; the rest read
+                                ** and dropped */
     bool too_large;             /* the answer passed HTTP_MAX_BODY */
     char errbuf[CURL_ERROR_SIZE];
 };
@@ -67,6 +70,8 @@ static int handle_setup(em_http *h, const char *unix_path, long timeout_ms,
     bad |= curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms) != CURLE_OK;
     bad |= curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
                             connect_ms > 0 ? connect_ms : 10000L) != CURLE_OK;
+    bad |= curl_easy_setopt(c, CURLOPT_USERAGENT,
+                            "ember/" EMBER_VERSION_STRING) != CURLE_OK;
     if (unix_path != NULL)
         bad |= curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, unix_path) !=
                CURLE_OK;
@@ -132,6 +137,11 @@ const char *em_http_url(const em_http *h)
     return h->url;
 }
 
+void em_http_keep_answer(em_http *h, size_t max)
+{
+    h->max_answer = max;
+}
+
 void em_http_resp_free(em_http_resp *r)
 {
     em_free(r->ctype);
@@ -149,6 +159,10 @@ static size_t on_data(char *p, size_t size, size_t n, void *ctx)
     sink *s = ctx;
 
     n *= size;
+    if (s->h->max_answer > 0) {         /* keep the first bytes only */
+        size_t room = s->h->max_answer - s->b->len;
+        return em_buf_put(s->b, p, n < room ? n : room) == EMBER_OK ? n : 0;
+    }
     if (s->b->len + n > HTTP_MAX_BODY) {
         s->h->too_large = true;
         return 0;               /* libcurl stops with a write error */
@@ -156,13 +170,20 @@ static size_t on_data(char *p, size_t size, size_t n, void *ctx)
     return em_buf_put(s->b, p, n) == EMBER_OK ? n : 0;
 }
 
+/* The token, the content type, and no "Expect: 100-continue" (libcurl
+** adds it to large POSTs: a round trip each, for a server that reads
+** every body anyway). */
 static struct curl_slist *headers_for(const em_http *h, const char *ctype)
 {
-    struct curl_slist *l = NULL, *t;
+    struct curl_slist *l = curl_slist_append(NULL, "Expect:"), *t;
     char buf[200];
 
-    if (h->token_header != NULL &&
-        (l = curl_slist_append(NULL, h->token_header)) == NULL)
+    if (l != NULL && h->token_header != NULL &&
+        (t = curl_slist_append(l, h->token_header)) == NULL) {
+        curl_slist_free_all(l);
+        return NULL;
+    }
+    if (l == NULL)
         return NULL;
     snprintf(buf, sizeof buf, "Content-Type: %s",
              ctype != NULL ? ctype : "application/octet-stream");

@@ -6,7 +6,7 @@
 **
 ** ember_pusher_send only writes the window to the spool (client/spool.h)
 ** and wakes the sender, a thread that sends the spool's windows oldest
-** first, request by request, through one libcurl handle (keep-alive):
+** first, request by request, through client/http.c (keep-alive):
 **   2xx                        delivered; the file's cursor moves on
 **   408, 429, 5xx, no answer   retried after a backoff of backoff_min_ms
 **                              doubling to backoff_max_ms, each wait drawn
@@ -28,7 +28,7 @@
 #include <time.h>
 
 #include "engine/engine.h"
-#include "client/curl_dl.h"
+#include "client/client.h"
 #include "client/spool.h"
 
 #define PUSH_BUFFER_DEFAULT (256ull << 20)
@@ -41,12 +41,9 @@
 
 struct ember_pusher {
     em_spool *spool;
-    char *url;                  /* as given, for messages */
-    char *base;                 /* the URL before the target, no '/' */
-    char *unix_path;            /* unix:PATH's PATH; NULL: TCP */
-    CURL *curl;
-    struct curl_slist *headers;
-    char curl_err[CURL_ERROR_SIZE];
+    em_http *http;              /* used by the sender thread only */
+    const char *url;            /* as given, for messages (http's) */
+    char err[256];              /* why the last request got no answer */
     char answer[PUSH_ANSWER_MAX + 1];
     size_t answer_len;
     int64_t backoff_min_ms, backoff_max_ms, delay_ms;
@@ -54,7 +51,7 @@ struct ember_pusher {
     ember_log_fn log;
     void *log_ctx;
     pthread_t thread;
-    bool started, curl_global;  /* the thread runs; curl_global_init ran */
+    bool started;               /* the thread runs */
     pthread_mutex_t mu;         /* guards what follows */
     pthread_cond_t wake;        /* a window queued, or stop */
     pthread_cond_t idle;        /* a window done, or the sender waits */
@@ -181,44 +178,36 @@ static int profile_check(const ember_push_profile *pr, size_t i)
 
 /* ---- one request -------------------------------------------------------- */
 
-static size_t on_answer(char *data, size_t size, size_t n, void *ctx)
-{
-    ember_pusher *p = ctx;
-    size_t len = size * n, room = PUSH_ANSWER_MAX - p->answer_len;
-
-    memcpy(p->answer + p->answer_len, data, len < room ? len : room);
-    p->answer_len += len < room ? len : room;
-    return len;
-}
-
-/* POSTs R; the HTTP status, or 0 when no answer came (p->curl_err says). */
+/* POSTs R through client/http.c; the HTTP status, or 0 when no answer
+** came (p->err says why). The answer's first bytes go to p->answer. */
 static long post(ember_pusher *p, const em_spool_req *r)
 {
-    em_buf url = { 0 };
+    em_buf path = { 0 };
+    em_http_resp resp;
     long status = 0;
-    CURLcode c;
+    int rc = EMBER_OK;
 
-    p->curl_err[0] = '\0';
+    p->err[0] = '\0';
     p->answer_len = 0;
-    if (em_buf_put(&url, p->base, strlen(p->base)) != EMBER_OK ||
-        em_buf_put(&url, "/", 1) != EMBER_OK ||
-        em_buf_put(&url, r->target, r->tlen) != EMBER_OK ||
-        em_buf_put(&url, "", 1) != EMBER_OK) {
-        em_buf_free(&url);
-        snprintf(p->curl_err, sizeof p->curl_err, "out of memory");
-        return 0;
+    if (em_buf_put(&path, "/", 1) != EMBER_OK ||
+        em_buf_put(&path, r->target, r->tlen) != EMBER_OK ||
+        em_buf_put(&path, "", 1) != EMBER_OK)
+        rc = em_err(EMBER_ENOMEM, "out of memory");
+    if (rc == EMBER_OK)
+        rc = em_http_do(p->http, (const char *)path.p, r->body, r->blen,
+                        "application/octet-stream", &resp);
+    if (rc != EMBER_OK) {
+        snprintf(p->err, sizeof p->err, "%s", em_errmsg());
+    } else {
+        status = resp.status;
+        p->answer_len = resp.body.len < PUSH_ANSWER_MAX ? resp.body.len
+                                                        : PUSH_ANSWER_MAX;
+        if (p->answer_len > 0)
+            memcpy(p->answer, resp.body.p, p->answer_len);
+        em_http_resp_free(&resp);
     }
-    curl_easy_setopt(p->curl, CURLOPT_URL, (const char *)url.p);
-    curl_easy_setopt(p->curl, CURLOPT_POSTFIELDS, r->body);
-    curl_easy_setopt(p->curl, CURLOPT_POSTFIELDSIZE_LARGE,
-                     (curl_off_t)r->blen);
-    c = curl_easy_perform(p->curl);
-    if (c == CURLE_OK)
-        curl_easy_getinfo(p->curl, CURLINFO_RESPONSE_CODE, &status);
-    else if (p->curl_err[0] == '\0')
-        snprintf(p->curl_err, sizeof p->curl_err, "%s", curl_easy_strerror(c));
     p->answer[p->answer_len] = '\0';
-    em_buf_free(&url);
+    em_buf_free(&path);
     return status;
 }
 
@@ -285,7 +274,7 @@ static bool retry_later(ember_pusher *p, long status)
     pthread_mutex_unlock(&p->mu);
     if (first && status == 0)
         push_log(p, "push: %s: %s; retrying with backoff, windows wait in "
-                 "the spool", p->url, p->curl_err);
+                 "the spool", p->url, p->err);
     else if (first)
         push_log(p, "push: %s answered %ld%s%s; retrying with backoff, "
                  "windows wait in the spool", p->url, status,
@@ -406,69 +395,6 @@ static void *sender(void *arg)
 
 /* ---- open and close ----------------------------------------------------- */
 
-/* The base URL and socket of URL: http(s)://..., or unix:PATH. */
-static int url_parse(ember_pusher *p, const char *url)
-{
-    size_t n;
-
-    if (url == NULL)
-        return em_err(EMBER_EINVAL, "push: no URL");
-    if ((p->url = em_strdup(url)) == NULL)
-        return em_err(EMBER_ENOMEM, "push: out of memory");
-    if (strncmp(url, "unix:", 5) == 0 && url[5] != '\0') {
-        p->unix_path = em_strdup(url + 5);
-        p->base = em_strdup("http://localhost");
-    } else if (strncmp(url, "http://", 7) == 0 ||
-               strncmp(url, "https://", 8) == 0) {
-        n = strlen(url);
-        while (n > 0 && url[n - 1] == '/')
-            n--;
-        p->base = em_strndup(url, n);
-    } else {
-        return em_err(EMBER_EINVAL, "push: %s: expected http://HOST:PORT, "
-                      "https://... or unix:PATH", url);
-    }
-    if (p->base == NULL || (url[0] == 'u' && p->unix_path == NULL))
-        return em_err(EMBER_ENOMEM, "push: out of memory");
-    return EMBER_OK;
-}
-
-/* The curl handle, set once for every request. */
-static int curl_setup(ember_pusher *p, const ember_pusher_opts *o)
-{
-    char auth[1024];
-    struct curl_slist *h;
-
-    if ((p->curl = curl_easy_init()) == NULL)
-        return em_err(EMBER_ENOMEM, "push: curl_easy_init failed");
-    h = curl_slist_append(NULL, "Content-Type: application/octet-stream");
-    if (h != NULL)
-        p->headers = h = curl_slist_append(h, "Expect:");
-    if (h != NULL && o->token != NULL) {
-        if (strlen(o->token) > sizeof auth - 32)
-            return em_err(EMBER_ELIMIT, "push: a token of %zu bytes",
-                          strlen(o->token));
-        snprintf(auth, sizeof auth, "Authorization: Bearer %s", o->token);
-        p->headers = h = curl_slist_append(h, auth);
-    }
-    if (h == NULL)
-        return em_err(EMBER_ENOMEM, "push: out of memory");
-    curl_easy_setopt(p->curl, CURLOPT_HTTPHEADER, p->headers);
-    curl_easy_setopt(p->curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(p->curl, CURLOPT_ERRORBUFFER, p->curl_err);
-    curl_easy_setopt(p->curl, CURLOPT_WRITEFUNCTION, on_answer);
-    curl_easy_setopt(p->curl, CURLOPT_WRITEDATA, p);
-    curl_easy_setopt(p->curl, CURLOPT_USERAGENT,
-                     "ember-agent/" EMBER_VERSION_STRING);
-    curl_easy_setopt(p->curl, CURLOPT_TIMEOUT_MS,
-                     (long)(o->timeout_ms > 0 ? o->timeout_ms
-                                              : PUSH_TIMEOUT_MS));
-    curl_easy_setopt(p->curl, CURLOPT_CONNECTTIMEOUT_MS, (long)PUSH_CONNECT_MS);
-    if (p->unix_path != NULL)
-        curl_easy_setopt(p->curl, CURLOPT_UNIX_SOCKET_PATH, p->unix_path);
-    return EMBER_OK;
-}
-
 static int opts_check(const ember_pusher_opts *o)
 {
     if (o == NULL || o->sz < sizeof *o)
@@ -503,16 +429,13 @@ static int pusher_init(ember_pusher *p, const char *url,
     if (p->backoff_max_ms < p->backoff_min_ms)
         p->backoff_max_ms = p->backoff_min_ms;
     p->rng = (uint64_t)mono_ms() * 0x9e3779b97f4a7c15ull | 1;
-    if ((rc = url_parse(p, url)) != EMBER_OK)
-        return rc;
-    if ((rc = em_curl_load()) != EMBER_OK)
+    if ((rc = em_http_open(url, o->token, (long)(o->timeout_ms > 0
+                                                 ? o->timeout_ms
+                                                 : PUSH_TIMEOUT_MS),
+                           PUSH_CONNECT_MS, NULL, &p->http)) != EMBER_OK)
         return em_err_prefix(rc, "push");
-    /* counted by libcurl: each pusher's init has its cleanup at close */
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-        return em_err(EMBER_EIO, "push: curl_global_init failed");
-    p->curl_global = true;
-    if ((rc = curl_setup(p, o)) != EMBER_OK)
-        return rc;
+    em_http_keep_answer(p->http, PUSH_ANSWER_MAX);
+    p->url = em_http_url(p->http);
     return em_spool_open(o->spool_dir, o->buffer_bytes ? o->buffer_bytes
                          : PUSH_BUFFER_DEFAULT, &p->spool);
 }
@@ -554,19 +477,11 @@ EMBER_API void ember_pusher_close(ember_pusher *p)
         pthread_mutex_unlock(&p->mu);
         pthread_join(p->thread, NULL);
     }
-    if (p->curl != NULL)
-        curl_easy_cleanup(p->curl);
-    if (p->headers != NULL)
-        curl_slist_free_all(p->headers);
-    if (p->curl_global)
-        curl_global_cleanup();
+    em_http_close(p->http);
     em_spool_close(p->spool);
     pthread_cond_destroy(&p->wake);
     pthread_cond_destroy(&p->idle);
     pthread_mutex_destroy(&p->mu);
-    em_free(p->url);
-    em_free(p->base);
-    em_free(p->unix_path);
     em_free(p);
 }
 
