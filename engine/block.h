@@ -194,6 +194,17 @@ int em_block_chunks(em_block *b, uint32_t series, const em_bchunk **out,
 int em_block_chunk_bytes(em_block *b, const em_bchunk *c,
                          const uint8_t **bytes);
 
+/* Section I (below em_block_nsections) of the directory, for sizes:
+** NAME is NULL for a newer writer's section this build does not know. */
+typedef struct em_bsection {
+    const char *name;               /* "nodes.parent" */
+    uint64_t offset;                /* in the file */
+    uint32_t stored, raw;           /* bytes in the file, decompressed */
+} em_bsection;
+
+size_t em_block_nsections(const em_block *b);
+void em_block_section(const em_block *b, size_t i, em_bsection *out);
+
 /* Checks every checksum and decodes every section and chunk, reporting
 ** each problem through FN (as ember_verify does) and returning
 ** EMBER_ECORRUPT when there was one. */
