@@ -1,6 +1,7 @@
 /*
-** engine/block.h: immutable block files (engine/block_write.c writes them,
-** engine/block_read.c reads them; docs/file-format.md has every byte).
+** engine/block.h: immutable block files (engine/block_write.c and
+** engine/block_finish.c write them, engine/block_read.c reads them;
+** docs/file-format.md has every byte).
 **
 ** A block holds the profiles of a time range, self-contained: its own
 ** strings, mappings, functions, locations, stacks and series, with ids
@@ -51,7 +52,7 @@ typedef struct em_block_info {
     uint32_t footer_crc;            /* identifies the content (catalog) */
 } em_block_info;
 
-/* ---- writing (engine/block_write.c) ------------------------------------- */
+/* ---- writing (engine/block_write.c, engine/block_finish.c) ------------- */
 
 typedef struct em_bbuild em_bbuild;
 

@@ -1,7 +1,8 @@
 /*
 ** engine/block_int.h: the block file's layout, shared by its writer
-** (engine/block_write.c) and its reader (engine/block_read.c); private to
-** them. docs/file-format.md ("Blocks") has every byte. Little-endian:
+** (engine/block_write.c, engine/block_finish.c) and its reader
+** (engine/block_read.c), and the builder's state; private to them.
+** docs/file-format.md ("Blocks") has every byte. Little-endian:
 **
 **   [0, 8)                  header: magic "EMBK", version, 3 zero bytes
 **   [8, chunks_end)         the chunks, back to back (engine/chunk.c)
@@ -107,5 +108,83 @@ enum {
     BLK_F_NSAMPLES = 88, BLK_F_CHUNKS_END = 96, BLK_F_NSECTIONS = 104,
     BLK_F_RESERVED = 108
 };
+
+/* ---- the builder, shared by block_write.c and block_finish.c ----------- */
+
+/* An index slot: the entry's hash and its id plus one (0: free). */
+typedef struct bslot {
+    uint64_t hash;
+    uint32_t idx1;
+} bslot;
+typedef EM_HTAB_TYPE(bslot) btab;
+
+/* A series as the builder keeps it: its record and its chunks' end. */
+typedef struct bser {
+    em_bseries s;
+    int64_t last;                   /* max time of its latest chunk */
+    bool any;                       /* it has a chunk */
+} bser;
+
+struct em_bbuild {
+    char *dir, *path, *tmp;
+    int fd;
+    bool created;                   /* the temporary file exists */
+    int level;                      /* zstd level */
+    int failed;                     /* a write failed: the file is bad */
+    bool done;                      /* renamed into place */
+    uint64_t off;                   /* bytes written so far */
+
+    uint8_t *sb;                    /* string bytes, back to back */
+    size_t nsb, capsb;
+    uint64_t *soff;                 /* [nstr + 1]: string i is
+                                    ** sb[soff[i], soff[i+1]) */
+    size_t capsoff;
+    uint32_t nstr;
+    btab str_ix;
+
+    em_bmapping *map;
+    size_t capmap;
+    uint32_t nmap;
+    btab map_ix;
+
+    em_bfunction *fn;
+    size_t capfn;
+    uint32_t nfn;
+    btab fn_ix;
+
+    em_blocation *loc;
+    size_t caploc;
+    uint32_t nloc;
+    btab loc_ix;
+    em_bline *line;
+    size_t capline;
+    uint32_t nline;
+
+    uint32_t *parent, *nodeloc, *depth;     /* per node */
+    size_t capparent, capnodeloc, capdepth;
+    uint32_t nnode;
+    btab node_ix;
+
+    bser *ser;
+    size_t capser;
+    uint32_t nser;
+    btab ser_ix;
+    uint32_t *lname, *lvalue;       /* labels, string ids */
+    size_t caplname, caplvalue;
+    uint32_t nlabel;
+
+    em_bchunk *chunk;
+    size_t capchunk;
+    uint64_t nchunk, nprofiles, nsamples;
+    int64_t min_time, max_time;
+    em_buf enc;                     /* the chunk being encoded */
+};
+
+/* EMBER_OK, or the error of a builder that failed or finished. */
+int em_bbuild_check(const em_bbuild *b);
+/* Appends N bytes at P to the temporary file; a failure marks B failed. */
+int em_bbuild_write(em_bbuild *b, const void *p, size_t n);
+/* Byte order of strings A and C (memcmp, then the shorter first). */
+int em_bbuild_strcmp(const em_bbuild *b, uint32_t a, uint32_t c);
 
 #endif /* EM_BLOCK_INT_H */

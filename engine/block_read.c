@@ -1349,12 +1349,26 @@ static int post_ent_cmp(const void *x, const void *y)
     return 0;
 }
 
+/* The first posting that differs from the (name, value, series) triples
+** T, sorted; npost when none does. */
+static uint32_t post_diff(const em_block *b, const uint32_t *t)
+{
+    uint64_t i = 0;
+
+    for (uint32_t p = 0; p < b->npost; p++)
+        for (uint64_t j = b->pfirst[p]; j < b->pfirst[p + 1]; j++, i++)
+            if (t[3 * i] != b->pname[p] || t[3 * i + 1] != b->pvalue[p] ||
+                t[3 * i + 2] != b->pseries[j])
+                return p;
+    return b->npost;
+}
+
 /* The postings are the series' labels and types, no more, no less. */
 static void v_postings(vstate *v)
 {
     em_block *b = v->b;
     uint64_t n = b->info.nlabels + (uint64_t)b->info.nseries, k = 0;
-    uint32_t *t = arr(b, 3 * n, sizeof *t, "postings check");
+    uint32_t *t = arr(b, 3 * n, sizeof *t, "postings check"), p;
 
     if (t == NULL) {
         v_ok(v, EMBER_ENOMEM);
@@ -1368,17 +1382,41 @@ static void v_postings(vstate *v)
             t[3 * k++ + 2] = s;
     }
     qsort(t, n, 3 * sizeof *t, post_ent_cmp);
-    for (uint32_t p = 0, i = 0; p < b->npost; p++)
-        for (uint64_t j = b->pfirst[p]; j < b->pfirst[p + 1]; j++, i++)
-            if (t[3 * i] != b->pname[p] || t[3 * i + 1] != b->pvalue[p] ||
-                t[3 * i + 2] != b->pseries[j]) {
-                problem(v, "block %s: section postings.series: posting %"
-                        PRIu32 " differs from the series' labels", b->path,
-                        p);
-                p = b->npost - 1;
-                break;
-            }
+    if ((p = post_diff(b, t)) < b->npost)
+        problem(v, "block %s: section postings.series: posting %" PRIu32
+                " differs from the series' labels", b->path, p);
     em_free(t);
+}
+
+static int u64_cmp(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, c = *(const uint64_t *)y;
+
+    return (a > c) - (a < c);
+}
+
+/* No two nodes are the same (parent, location): a stack has one id. */
+static void v_nodes(vstate *v)
+{
+    em_block *b = v->b;
+    uint32_t n = b->info.nnodes;
+    uint64_t *k = arr(b, n, sizeof *k, "node check");
+
+    if (k == NULL) {
+        v_ok(v, EMBER_ENOMEM);
+        return;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        k[i] = (uint64_t)b->parent[i] << 32 | b->loc[i];
+    qsort(k, n, sizeof *k, u64_cmp);
+    for (uint32_t i = 1; i < n; i++)
+        if (k[i] == k[i - 1]) {
+            problem(v, "block %s: section nodes.location: two nodes of "
+                    "parent %" PRIu32 " at location %" PRIu32, b->path,
+                    (uint32_t)(k[i] >> 32), (uint32_t)k[i]);
+            break;
+        }
+    em_free(k);
 }
 
 /* Chunk K: decodes whole, names nodes of the block, spans its entry. */
@@ -1436,7 +1474,8 @@ int em_block_verify(em_block *b, ember_problem_fn fn, void *ctx)
     bool syms;
 
     v_sections(&v);
-    syms = v_ok(&v, em_block_symbols(b, &s));
+    if ((syms = v_ok(&v, em_block_symbols(b, &s))))
+        v_nodes(&v);
     if (syms && v_ok(&v, lazy_run(b, &b->lz_post, load_post)))
         v_postings(&v);
     if (v_ok(&v, lazy_run(b, &b->lz_idx, load_idx)))

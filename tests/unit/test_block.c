@@ -24,12 +24,14 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "engine/block.h"
 #include "engine/store.h"
@@ -1164,6 +1166,66 @@ static void test_abandon(void **state)
     tu_rmdir(dir);
 }
 
+/* ---- several readers of one block ----------------------------------------- */
+
+typedef struct tread {
+    em_block *b;
+    const em_block_syms *syms;
+    const em_bchunk *chunks;
+    uint64_t card;
+    int rc;
+} tread;
+
+static void *reader_thread(void *arg)
+{
+    tread *t = arg;
+    roaring_bitmap_t *r = NULL;
+    size_t n;
+
+    t->rc = em_block_symbols(t->b, &t->syms);
+    if (t->rc == EMBER_OK)
+        t->rc = em_block_postings(t->b, "host", "h0", &r);
+    if (t->rc == EMBER_OK)
+        t->card = roaring_bitmap_get_cardinality(r);
+    if (t->rc == EMBER_OK)
+        t->rc = em_block_chunks(t->b, 0, &t->chunks, &n);
+    roaring_bitmap_free(r);
+    return NULL;
+}
+
+/* The first calls of several threads load each group once, for all. */
+static void test_threads(void **state)
+{
+    char *dir = tu_tmpdir("block-threads");
+    char path[512];
+    model m;
+    em_block_info info;
+    em_block *b;
+    pthread_t th[6];
+    tread t[6];
+
+    EM_UNUSED(state);
+    model_build(&m, dir, "t.blk", 500, 4, 30, 10, &info);
+    snprintf(path, sizeof path, "%s/t.blk", dir);
+    OK(em_block_open(path, &b));
+    for (int i = 0; i < 6; i++) {
+        t[i] = (tread){ .b = b };
+        assert_int_equal(pthread_create(&th[i], NULL, reader_thread, &t[i]),
+                         0);
+    }
+    for (int i = 0; i < 6; i++) {
+        pthread_join(th[i], NULL);
+        OK(t[i].rc);
+        assert_ptr_equal(t[i].syms, t[0].syms);
+        assert_ptr_equal(t[i].chunks, t[0].chunks);
+        assert_int_equal(t[i].card, 2);
+    }
+    em_block_close(b);
+    model_check(&m, path, &info);
+    model_free(&m);
+    tu_rmdir(dir);
+}
+
 /* ---- everything a reader reads, for damage and allocation failure ------- */
 
 /* A growable byte string on plain malloc, so that the allocations a test
@@ -1644,6 +1706,92 @@ static void test_golden(void **state)
     tu_rmdir(dir);
 }
 
+/* Recomputes the checksums of the sections and the footer of the LEN
+** bytes at P, after an edit: damage only the rules can find. */
+static void reseal(uint8_t *p, size_t len)
+{
+    uint32_t flen = em_get_le32(p + len - 16), nsec;
+    size_t footer = len - 16 - flen;
+
+    nsec = em_get_le32(p + footer + 104);
+    for (uint32_t k = 0; k < nsec; k++) {
+        uint8_t *e = p + footer + 112 + 24 * k;
+        em_put_le32(e + 4, (uint32_t)crc32_z(0, p + em_get_le64(e + 8),
+                                             em_get_le32(e + 16)));
+    }
+    em_put_le32(p + len - 8, (uint32_t)crc32_z(crc32_z(0, p, 8), p + footer,
+                                               len - 8 - footer));
+}
+
+static void problem_note(void *ctx, const char *problem)
+{
+    snprintf(ctx, 256, "%s", problem);
+}
+
+/* The example, with byte AT set to V and the checksums made to match:
+** where it fails and why. */
+static void edited(const char *dir, size_t at, uint8_t v, int open_rc,
+                   int syms_rc, int verify_rc, const char *what)
+{
+    char path[512], src[512], got[256] = "";
+    size_t len;
+    uint8_t *p;
+    em_block *b;
+    const em_block_syms *s;
+    FILE *f;
+    int rc;
+
+    snprintf(src, sizeof src, "%s/x.blk", dir);
+    snprintf(path, sizeof path, "%s/edit.blk", dir);
+    p = (uint8_t *)tu_read_file(src, &len);
+    p[at] = v;
+    reseal(p, len);
+    f = fopen(path, "wb");
+    fwrite(p, 1, len, f);
+    fclose(f);
+    free(p);
+    rc = em_block_open(path, &b);
+    assert_int_equal(rc, open_rc);
+    if (rc == EMBER_OK) {
+        assert_int_equal(em_block_symbols(b, &s), syms_rc);
+        assert_int_equal(em_block_verify(b, problem_note, got), verify_rc);
+        em_block_close(b);
+    } else {
+        snprintf(got, sizeof got, "%s", em_errmsg());
+    }
+    if (strstr(got, what) == NULL)
+        fail_msg("byte %zu = %u: \"%s\" does not name %s", at, v, got, what);
+}
+
+/* Damage under valid checksums (what a writer's bug would make): each is
+** found by the rule it breaks, and named. Offsets are the worked
+** example's (docs/file-format.md). */
+static void test_rules(void **state)
+{
+    char *dir = tu_tmpdir("block-rules");
+    em_block_info info;
+    const int C = EMBER_ECORRUPT;
+
+    EM_UNUSED(state);
+    example_build(dir, "x.blk", &info);
+    edited(dir, 0x3F7, 2, EMBER_EFORMAT, 0, 0, "version 2");
+    edited(dir, 0x3F8, 1, EMBER_EFORMAT, 0, 0, "flags");
+    edited(dir, 0x14F, 1, EMBER_EFORMAT, 0, 0, "reserved");
+    edited(dir, 0x004, 2, C, 0, 0, "header");
+    edited(dir, 0x107, 0, C, 0, 0, "string 0");             /* nstrings */
+    edited(dir, 0x143, 0x8C, C, 0, 0, "section directory");  /* chunks_end */
+    edited(dir, 0x154, 2, EMBER_EFORMAT, 0, 0, "encoding");
+    edited(dir, 0x0CD, 2, EMBER_OK, C, C, "nodes.parent");  /* parent 1-2 */
+    edited(dir, 0x0CF, 4, EMBER_OK, C, C, "nodes.location");
+    edited(dir, 0x0D3, 3, EMBER_OK, EMBER_OK, C, "postings");
+    edited(dir, 0x0D2, 1, EMBER_OK, C, C, "labels.name");   /* __type__ */
+    edited(dir, 0x0C8, 1, EMBER_OK, C, C, "lines.function");
+    edited(dir, 0x0A1, 0x30, EMBER_OK, C, C, "does not sort"); /* "0pi" */
+    edited(dir, 0x0DF, 1, EMBER_OK, EMBER_OK, C, "index");  /* span */
+    edited(dir, 0x0DA, 1, EMBER_OK, EMBER_OK, C, "postings.series");
+    tu_rmdir(dir);
+}
+
 static void corpus_put(const char *dir, const char *name, const char *src,
                        size_t flip_at)
 {
@@ -1707,11 +1855,13 @@ int main(void)
         cmocka_unit_test(test_chunk_raw_copy),
         cmocka_unit_test(test_open_errors),
         cmocka_unit_test(test_abandon),
+        cmocka_unit_test(test_threads),
         cmocka_unit_test(test_bit_flips),
         cmocka_unit_test(test_truncations),
         cmocka_unit_test(test_alloc_fail_read),
         cmocka_unit_test(test_alloc_fail_build),
         cmocka_unit_test(test_golden),
+        cmocka_unit_test(test_rules),
         cmocka_unit_test(test_corpus),
         cmocka_unit_test(test_real_sizes),
     };
