@@ -4,8 +4,8 @@
 ** (zstd, then a varint per sample) is most of what a warm query costs;
 ** sealed chunks never change, so what one query decoded serves the next.
 **
-** Keys: the chunk key (series, time, sequence) plus the chunk's stored
-** CRC-32 and length, all read from the stored bytes without checking them
+** Keys: the source and place of a chunk (EM_CCACHE_KEY_LEN) plus its
+** stored CRC-32 and length, all read from the stored bytes without checking them
 ** (LMDB is mapped, so this costs a header's worth of reads). A chunk
 ** rewritten under the same key has another checksum, so a cached entry is
 ** never served for bytes it was not decoded from. Head (unsealed) chunks
@@ -39,7 +39,7 @@
 #define CC_MAX_MEMS 5               /* one per part at most */
 
 struct em_cent {
-    uint8_t key[EM_CHUNK_KEY_LEN];
+    uint8_t key[EM_CCACHE_KEY_LEN];
     uint32_t crc;                   /* the stored checksum */
     uint64_t len;                   /* the stored length */
     uint64_t hash;
@@ -71,14 +71,14 @@ struct em_ccache {
 
 static uint64_t cent_hash(const uint8_t *key, uint32_t crc, uint64_t len)
 {
-    return em_hash64(key, EM_CHUNK_KEY_LEN, ((uint64_t)crc << 32) ^ len);
+    return em_hash64(key, EM_CCACHE_KEY_LEN, ((uint64_t)crc << 32) ^ len);
 }
 
 static bool cent_is(const em_cent *e, uint64_t h, const uint8_t *key,
                     uint32_t crc, uint64_t len)
 {
     return e->hash == h && e->crc == crc && e->len == len &&
-           memcmp(e->key, key, EM_CHUNK_KEY_LEN) == 0;
+           memcmp(e->key, key, EM_CCACHE_KEY_LEN) == 0;
 }
 
 static void cent_free(em_cent *e)
@@ -292,7 +292,7 @@ em_cent *em_ccache_put(em_ccache *c, const uint8_t *key, uint32_t crc,
 
     if (!admit(c, h) || (e = em_calloc(1, sizeof *e)) == NULL)
         return NULL;                /* best effort: the caller keeps MEM */
-    memcpy(e->key, key, EM_CHUNK_KEY_LEN);
+    memcpy(e->key, key, EM_CCACHE_KEY_LEN);
     e->crc = crc;
     e->len = len;
     e->hash = h;

@@ -25,7 +25,7 @@
 const char *const em_dbi_names[EM_D_COUNT] = {
     "str", "map", "fn", "loc", "stk", "ser",
     "strh", "maph", "fnh", "loch", "stkh", "serh",
-    "meta", "post", "fpost", "chunk", "head",
+    "meta", "post", "fpost", "chunk", "head", "block",
 };
 
 const char *const em_table_names[EM_T_COUNT] = {
@@ -94,7 +94,7 @@ static int txn_begin_raw(ember_db *db, MDB_txn *parent, unsigned flags,
 
 static int table_sizes(MDB_txn *txn, ember_db *db, uint32_t next[EM_T_COUNT]);
 
-int em_rtxn_begin(ember_db *db, em_rtxn *r)
+static int rtxn_begin(ember_db *db, em_rtxn *r, bool blocks)
 {
     int rc;
 
@@ -107,7 +107,11 @@ int em_rtxn_begin(ember_db *db, em_rtxn *r)
     if (rc == EMBER_OK)
         rc = em_meta_get_u64(r->txn, db, "max_span", &r->max_span);
     if (rc == EMBER_OK)
+        rc = em_meta_get_u64(r->txn, db, "head_gen", &r->head_gen);
+    if (rc == EMBER_OK)
         rc = em_codec_new(&r->codec);
+    if (rc == EMBER_OK)
+        rc = em_sources_open(r, blocks);
     if (rc != EMBER_OK)
         em_rtxn_end(r);
     else
@@ -115,10 +119,21 @@ int em_rtxn_begin(ember_db *db, em_rtxn *r)
     return rc;
 }
 
+int em_rtxn_begin(ember_db *db, em_rtxn *r)
+{
+    return rtxn_begin(db, r, true);
+}
+
+int em_rtxn_begin_head(ember_db *db, em_rtxn *r)
+{
+    return rtxn_begin(db, r, false);
+}
+
 void em_rtxn_end(em_rtxn *r)
 {
     if (r->db == NULL)
         return;
+    em_sources_close(r);
     if (r->txn != NULL) {
         mdb_txn_abort(r->txn);
         r->txn = NULL;
@@ -164,6 +179,7 @@ int em_map_grow(ember_db *db)
 
 int em_wtxn_begin(ember_db *db, em_wtxn *w)
 {
+    uint64_t gen = 0;
     int rc;
 
     memset(w, 0, sizeof *w);
@@ -176,9 +192,16 @@ int em_wtxn_begin(ember_db *db, em_wtxn *w)
     rc = txn_begin_raw(db, NULL, 0, &w->txn);
     if (rc == EMBER_OK)
         rc = em_counters_load(w->txn, db, &w->c);
+    if (rc == EMBER_OK)
+        rc = em_meta_get_u64(w->txn, db, "head_gen", &gen);
     if (rc != EMBER_OK) {
         em_wtxn_abort(w);
         return rc;
+    }
+    if (gen != db->icache_gen) {    /* a compaction renumbered the head,
+                                    ** maybe in another process */
+        em_icache_clear(&db->icache);
+        db->icache_gen = gen;
     }
     return EMBER_OK;
 }
@@ -301,6 +324,12 @@ int em_counters_load(MDB_txn *txn, ember_db *db, em_counters *c)
     if (rc == EMBER_OK)
         rc = em_meta_get_u64(txn, db, "chunk_seq", &seq);
     c->chunk_seq = (uint32_t)seq;
+    for (int t = 0; t < EM_T_COUNT && rc == EMBER_OK; t++) {
+        char key[32];
+        snprintf(key, sizeof key, "id_base_%s", em_table_names[t]);
+        rc = em_meta_get_u64(txn, db, key, &seq);
+        c->base[t] = (uint32_t)seq;
+    }
     return rc;
 }
 
@@ -555,7 +584,16 @@ static int dbis_open(ember_db *db)
                     "LMDB environment", db->dir);
     for (int d = 0; rc == EMBER_OK && d < EM_D_COUNT; d++) {
         unsigned f = dbi_flags(d) | (kind == ENV_NEW ? MDB_CREATE : 0), have;
-        int mrc = mdb_dbi_open(txn, em_dbi_names[d], f, &db->dbi[d]);
+        int mrc;
+        /* The catalog came after the other tables: a writer adds it to an
+        ** older database; a reader of one finds no blocks. */
+        if (d == EM_D_BLOCK && !db->rdonly)
+            f |= MDB_CREATE;
+        mrc = mdb_dbi_open(txn, em_dbi_names[d], f, &db->dbi[d]);
+        if (d == EM_D_BLOCK && mrc == MDB_NOTFOUND) {
+            db->no_catalog = true;
+            continue;
+        }
         if (mrc == MDB_SUCCESS)
             mrc = mdb_dbi_flags(txn, db->dbi[d], &have);
         if (mrc == MDB_NOTFOUND || mrc == MDB_INCOMPATIBLE)
@@ -644,6 +682,7 @@ static int db_new(const char *dir, const ember_open_opts *opts,
     pthread_cond_init(&db->scond, NULL);
     em_kcache_init(&db->kcache);
     em_mpool_init(&db->mpool);
+    pthread_mutex_init(&db->bmu, NULL);
     db->dir = em_strdup(dir);
     if (db->dir == NULL)
         return em_err(EMBER_ENOMEM, "open: directory name");
@@ -701,6 +740,8 @@ EMBER_API void ember_close(ember_db *db)
             mdb_env_sync(db->env, 1);
         mdb_env_close(db->env);
     }
+    em_blocks_release(db);
+    pthread_mutex_destroy(&db->bmu);
     em_codec_free(db->wcodec);
     em_icache_free(&db->icache);
     em_ccache_free(db->ccache);

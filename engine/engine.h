@@ -226,6 +226,23 @@ static inline uint64_t em_get_le64(const uint8_t *p)
     return (uint64_t)em_get_le32(p) | (uint64_t)em_get_le32(p + 4) << 32;
 }
 
+/* Big-endian 64-bit stores and loads, for keys whose byte order must be
+** their numeric order (LMDB compares keys as bytes). */
+static inline void em_put_be64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (56 - 8 * i));
+}
+
+static inline uint64_t em_get_be64(const uint8_t *p)
+{
+    uint64_t v = 0;
+
+    for (int i = 0; i < 8; i++)
+        v = v << 8 | p[i];
+    return v;
+}
+
 /* ---- UTF-8 (engine/utf8.c) ---------------------------------------------- */
 
 /* What em_utf8_decode yields for a byte that starts no character. */

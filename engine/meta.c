@@ -4,6 +4,9 @@
 ** lookups on one read txn, decoding records into an arena that lives as long
 ** as the snapshot so returned pointers stay valid until it ends.
 */
+#include <stdlib.h>
+
+#include "engine/block.h"
 #include "engine/store.h"
 
 /* ---- string lists ------------------------------------------------------------- */
@@ -85,10 +88,12 @@ int em_split_labels_read(em_rtxn *r, ember_strlist **out)
 
 /* ---- label names and values ---------------------------------------------------- */
 
-/* A metadata question: the snapshot, the series in scope (NULL: all). */
+/* A metadata question: the snapshot, and per source the series in scope
+** (SCOPES NULL: all). */
 typedef struct meta_q {
     em_rtxn r;
-    roaring_bitmap_t *scope;
+    roaring_bitmap_t **scopes;      /* [r.nsrc] */
+    roaring_bitmap_t *scope;        /* the head's */
     ember_strlist *out;
 } meta_q;
 
@@ -107,15 +112,22 @@ static int meta_begin(ember_db *db, const ember_selector *sel, meta_q *m)
     if (m->out == NULL)
         return em_err(EMBER_ENOMEM, "string list");
     rc = em_rtxn_begin(db, &m->r);
+    if (rc == EMBER_OK && sel != NULL &&
+        (m->scopes = em_calloc(m->r.nsrc, sizeof *m->scopes)) == NULL)
+        rc = em_err(EMBER_ENOMEM, "label scope");
+    for (uint32_t i = 0; rc == EMBER_OK && sel != NULL && i < m->r.nsrc; i++)
+        rc = em_src_select(&m->r, i, sel, &m->scopes[i]);
     if (rc == EMBER_OK && sel != NULL)
-        rc = em_select_series(&m->r, sel, &m->scope);
+        m->scope = m->scopes[0];
     return rc;
 }
 
 static int meta_end(meta_q *m, int rc, ember_strlist **out)
 {
-    if (m->scope != NULL)
-        roaring_bitmap_free(m->scope);
+    for (uint32_t i = 0; m->scopes != NULL && i < m->r.nsrc; i++)
+        if (m->scopes[i] != NULL)
+            roaring_bitmap_free(m->scopes[i]);
+    em_free(m->scopes);
     em_rtxn_end(&m->r);
     if (rc != EMBER_OK) {
         ember_strlist_free(m->out);
@@ -187,6 +199,67 @@ static int postings_walk(meta_q *m, const char *name, bool names_only)
     return rc;
 }
 
+/* Adds to M's list the label names (NAME NULL) or the values of label
+** NAME of the series in scope of block source SRC. */
+static int block_labels(meta_q *m, uint32_t src, const char *name)
+{
+    roaring_bitmap_t *scope = m->scopes != NULL ? m->scopes[src] : NULL;
+    uint32_t ns = m->r.src[src].n[EM_T_SERIES];
+    bool type = name != NULL && strcmp(name, EM_TYPE_LABEL) == 0;
+    int rc = EMBER_OK;
+
+    for (uint32_t id = 0; id < ns && rc == EMBER_OK; id++) {
+        ember_label l[EM_MAX_LABELS];
+        const char *t;
+        size_t n;
+        if (scope != NULL && !roaring_bitmap_contains(scope, id))
+            continue;
+        if ((rc = em_src_series(&m->r, src, id, &t, l, &n)) != EMBER_OK)
+            break;
+        if (type)
+            rc = em_strlist_add(m->out, t, strlen(t));
+        for (size_t i = 0; i < n && rc == EMBER_OK && !type; i++)
+            if (name == NULL || strcmp(l[i].name, name) == 0)
+                rc = em_strlist_add(m->out, name == NULL ? l[i].name
+                                                         : l[i].value,
+                                    strlen(name == NULL ? l[i].name
+                                                        : l[i].value));
+    }
+    return rc;
+}
+
+static int strp_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorts L and drops repeats: the sources' lists, one list. */
+static void strlist_unique(ember_strlist *l)
+{
+    size_t w = 0;
+
+    qsort(l->v, l->n, sizeof *l->v, strp_cmp);
+    for (size_t i = 0; i < l->n; i++) {
+        if (w > 0 && strcmp(l->v[w - 1], l->v[i]) == 0)
+            em_free(l->v[i]);
+        else
+            l->v[w++] = l->v[i];
+    }
+    l->n = w;
+}
+
+/* The label names (NAME NULL) or values of NAME over every source. */
+static int labels_all(meta_q *m, const char *name)
+{
+    int rc = postings_walk(m, name, name == NULL);
+
+    for (uint32_t i = 1; i < m->r.nsrc && rc == EMBER_OK; i++)
+        rc = block_labels(m, i, name);
+    if (rc == EMBER_OK && m->r.nsrc > 1)
+        strlist_unique(m->out);
+    return rc;
+}
+
 EMBER_API int ember_label_names(ember_db *db, const ember_selector *sel,
                                 ember_strlist **out)
 {
@@ -197,7 +270,7 @@ EMBER_API int ember_label_names(ember_db *db, const ember_selector *sel,
         return em_err(EMBER_EINVAL, "ember_label_names: NULL result");
     rc = meta_begin(db, sel, &m);
     if (rc == EMBER_OK)
-        rc = postings_walk(&m, NULL, true);
+        rc = labels_all(&m, NULL);
     return meta_end(&m, rc, out);
 }
 
@@ -214,7 +287,7 @@ EMBER_API int ember_label_values(ember_db *db, const char *name,
     if (rc == EMBER_OK && strcmp(name, EM_TYPE_LABEL) != 0)
         rc = em_label_name_check(name);
     if (rc == EMBER_OK)
-        rc = postings_walk(&m, name, false);
+        rc = labels_all(&m, name);
     return meta_end(&m, rc, out);
 }
 
@@ -224,30 +297,13 @@ EMBER_API int ember_profile_types(ember_db *db, const ember_selector *sel,
     return ember_label_values(db, EM_TYPE_LABEL, sel, out);
 }
 
-static int series_strings(meta_q *m, const em_series_rec *s)
-{
-    int rc = EMBER_OK;
-
-    for (uint32_t i = 0; i <= 2 * s->nlabels && rc == EMBER_OK; i++) {
-        uint32_t id = i == 0 ? s->type
-                      : (i % 2 ? s->names[i / 2] : s->values[i / 2 - 1]);
-        const uint8_t *str;
-        size_t len;
-        rc = em_table_get(m->r.txn, m->r.db, EM_T_STRING, id, &str, &len);
-        if (rc == EMBER_ENOTFOUND)
-            rc = EM_CORRUPT("series names missing string %u", id);
-        if (rc == EMBER_OK)
-            rc = em_strlist_add(m->out, (const char *)str, len);
-    }
-    return rc;
-}
-
 EMBER_API int ember_series_labels(ember_db *db, uint32_t id,
                                   ember_strlist **out)
 {
-    em_series_rec s;
-    const uint8_t *rec;
-    size_t len;
+    ember_label l[EM_MAX_LABELS];
+    const char *type;
+    uint32_t src, local;
+    size_t n = 0;
     meta_q m;
     int rc;
 
@@ -255,11 +311,16 @@ EMBER_API int ember_series_labels(ember_db *db, uint32_t id,
         return em_err(EMBER_EINVAL, "ember_series_labels: NULL result");
     rc = meta_begin(db, NULL, &m);
     if (rc == EMBER_OK)
-        rc = em_table_get(m.r.txn, db, EM_T_SERIES, id, &rec, &len);
+        rc = em_src_find(&m.r, EM_T_SERIES, id, &src, &local);
     if (rc == EMBER_OK)
-        rc = em_series_decode(rec, len, &s);
+        rc = em_src_series(&m.r, src, local, &type, l, &n);
     if (rc == EMBER_OK)
-        rc = series_strings(&m, &s);
+        rc = em_strlist_add(m.out, type, strlen(type));
+    for (size_t i = 0; i < n && rc == EMBER_OK; i++) {
+        rc = em_strlist_add(m.out, l[i].name, strlen(l[i].name));
+        if (rc == EMBER_OK)
+            rc = em_strlist_add(m.out, l[i].value, strlen(l[i].value));
+    }
     return meta_end(&m, rc, out);
 }
 
@@ -321,6 +382,27 @@ EMBER_API int ember_snapshot_begin(ember_db *db, ember_snapshot **out)
     return EMBER_OK;
 }
 
+static void *arena_fn(void *ctx, size_t n)
+{
+    return arena_alloc(ctx, n);
+}
+
+/* The block source of virtual id VID of TABLE, with its local id in
+** *LOCAL; NULL for the head's ids (whose local ids are the virtual ones),
+** or when the id is past every source (*RC says). */
+static em_src *snap_block(ember_snapshot *s, int table, uint32_t vid,
+                          uint32_t *local, int *rc)
+{
+    uint32_t src;
+
+    *rc = EMBER_OK;
+    if (s == NULL || s->r.nsrc <= 1 || vid < s->r.src[0].n[table])
+        return NULL;
+    if ((*rc = em_src_find(&s->r, table, vid, &src, local)) != EMBER_OK)
+        return NULL;
+    return src == 0 ? NULL : &s->r.src[src];
+}
+
 em_rtxn *em_snapshot_rtxn(ember_snapshot *s)
 {
     return &s->r;
@@ -329,9 +411,9 @@ em_rtxn *em_snapshot_rtxn(ember_snapshot *s)
 void em_snapshot_bounds(ember_snapshot *s, uint32_t *locations,
                         uint32_t *functions, uint32_t *mappings)
 {
-    *locations = s->r.next[EM_T_LOCATION];
-    *functions = s->r.next[EM_T_FUNCTION];
-    *mappings = s->r.next[EM_T_MAPPING];
+    *locations = s->r.vnext[EM_T_LOCATION];
+    *functions = s->r.vnext[EM_T_FUNCTION];
+    *mappings = s->r.vnext[EM_T_MAPPING];
 }
 
 EMBER_API void ember_snapshot_end(ember_snapshot *s)
@@ -380,7 +462,13 @@ EMBER_API int ember_snapshot_string(ember_snapshot *s, uint32_t id,
 {
     const uint8_t *rec;
     size_t n;
-    int rc = snap_get(s, EM_T_STRING, id, &rec, &n);
+    uint32_t local;
+    int rc;
+    em_src *b = snap_block(s, EM_T_STRING, id, &local, &rc);
+
+    if (b != NULL || rc != EMBER_OK)
+        return rc != EMBER_OK ? rc : em_bsrc_string(b, local, str, len);
+    rc = snap_get(s, EM_T_STRING, id, &rec, &n);
 
     if (rc != EMBER_OK)
         return rc;
@@ -406,8 +494,14 @@ EMBER_API int ember_snapshot_stack(ember_snapshot *s, uint32_t id,
     const uint8_t *rec, *p;
     uint64_t depth = 0;
     size_t len, got;
-    uint32_t *out;
-    int rc = snap_get(s, EM_T_STACK, id, &rec, &len);
+    uint32_t *out, local;
+    int rc;
+    em_src *b = snap_block(s, EM_T_STACK, id, &local, &rc);
+
+    if (b != NULL || rc != EMBER_OK)
+        return rc != EMBER_OK ? rc : em_bsrc_stack(b, local, arena_fn, s,
+                                                   locs, n);
+    rc = snap_get(s, EM_T_STACK, id, &rec, &len);
 
     if (rc != EMBER_OK)
         return rc;
@@ -437,7 +531,14 @@ EMBER_API int ember_snapshot_location(ember_snapshot *s, uint32_t id,
     const uint8_t *rec;
     size_t len, nl;
     ember_line *lines;
-    int rc = snap_get(s, EM_T_LOCATION, id, &rec, &len);
+    uint32_t local;
+    int rc;
+    em_src *b = snap_block(s, EM_T_LOCATION, id, &local, &rc);
+
+    if (b != NULL || rc != EMBER_OK)
+        return rc != EMBER_OK ? rc : em_bsrc_location(b, local, arena_fn, s,
+                                                      out);
+    rc = snap_get(s, EM_T_LOCATION, id, &rec, &len);
 
     if (rc == EMBER_OK)
         rc = em_location_decode(rec, len, &out->mapping, &out->address, fn,
@@ -461,8 +562,13 @@ EMBER_API int ember_snapshot_function(ember_snapshot *s, uint32_t id,
 {
     const uint8_t *rec;
     size_t len;
-    uint32_t sid[3];
-    int rc = snap_get(s, EM_T_FUNCTION, id, &rec, &len);
+    uint32_t sid[3], local;
+    int rc;
+    em_src *b = snap_block(s, EM_T_FUNCTION, id, &local, &rc);
+
+    if (b != NULL || rc != EMBER_OK)
+        return rc != EMBER_OK ? rc : em_bsrc_function(b, local, out);
+    rc = snap_get(s, EM_T_FUNCTION, id, &rec, &len);
 
     if (rc == EMBER_OK)
         rc = em_function_decode(rec, len, sid, &out->start_line);
@@ -481,8 +587,13 @@ EMBER_API int ember_snapshot_mapping(ember_snapshot *s, uint32_t id,
     const uint8_t *rec;
     size_t len;
     uint64_t f[3];
-    uint32_t file, build;
-    int rc = snap_get(s, EM_T_MAPPING, id, &rec, &len);
+    uint32_t file, build, local;
+    int rc;
+    em_src *b = snap_block(s, EM_T_MAPPING, id, &local, &rc);
+
+    if (b != NULL || rc != EMBER_OK)
+        return rc != EMBER_OK ? rc : em_bsrc_mapping(b, local, out);
+    rc = snap_get(s, EM_T_MAPPING, id, &rec, &len);
 
     if (rc == EMBER_OK)
         rc = em_mapping_decode(rec, len, f, &file, &build);

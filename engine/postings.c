@@ -355,7 +355,7 @@ static int matcher_positive(em_rtxn *r, const ember_matcher *m,
     return rc;
 }
 
-static int matcher_check(const ember_matcher *m)
+int em_matcher_check(const ember_matcher *m)
 {
     if (m->name == NULL || m->value == NULL)
         return em_err(EMBER_EINVAL, "matcher with a NULL name or value");
@@ -372,7 +372,7 @@ static int matcher_apply(em_rtxn *r, const ember_matcher *m,
                          const roaring_bitmap_t *all, roaring_bitmap_t *acc)
 {
     roaring_bitmap_t *pos = NULL;
-    int rc = matcher_check(m);
+    int rc = em_matcher_check(m);
 
     if (rc == EMBER_OK)
         rc = matcher_positive(r, m, all, &pos);
@@ -629,56 +629,62 @@ void em_kcache_free(em_kcache *k)
     pthread_mutex_destroy(&k->mu);
 }
 
-static bool kslot_is(const em_kslot *s, const em_rtxn *r, const char *focus,
-                     const char *ignore)
+/* What a keep set was made for: its source (0 for the head, else a
+** block's id) and the table sizes it saw, with the regexes. */
+typedef struct kkey {
+    uint64_t owner;
+    uint32_t nfunctions, nstacks;
+    const char *focus, *ignore;
+} kkey;
+
+static bool kslot_is(const em_kslot *s, const kkey *k)
 {
-    return s->bits != NULL && s->nfunctions == r->next[EM_T_FUNCTION] &&
-           s->nstacks == r->next[EM_T_STACK] && str_same(s->focus, focus) &&
-           str_same(s->ignore, ignore);
+    return s->bits != NULL && s->owner == k->owner &&
+           s->nfunctions == k->nfunctions && s->nstacks == k->nstacks &&
+           str_same(s->focus, k->focus) && str_same(s->ignore, k->ignore);
 }
 
-static size_t keep_words(const em_rtxn *r)
+static size_t keep_words(uint32_t nstacks)
 {
-    return (size_t)r->next[EM_T_STACK] / 64 + 1;
+    return (size_t)nstacks / 64 + 1;
 }
 
-/* A copy of the cached set for FOCUS and IGNORE at R's table sizes, in
-** *BITS with its *ID; *BITS stays NULL when there is none. */
-static int kcache_get(em_rtxn *r, const char *focus, const char *ignore,
-                      uint64_t **bits, uint64_t *id)
+/* A copy of the cached set for K in *BITS with its *ID; *BITS stays NULL
+** when there is none. */
+static int kcache_get(em_kcache *kc, const kkey *k, uint64_t **bits,
+                      uint64_t *id)
 {
-    em_kcache *k = &r->db->kcache;
-    size_t words = keep_words(r);
+    size_t words = keep_words(k->nstacks);
     int rc = EMBER_OK;
 
     *bits = NULL;
-    pthread_mutex_lock(&k->mu);
+    pthread_mutex_lock(&kc->mu);
     for (int i = 0; i < EM_KCACHE_SLOTS; i++) {
-        em_kslot *sl = &k->slot[i];
-        if (!kslot_is(sl, r, focus, ignore))
+        em_kslot *sl = &kc->slot[i];
+        if (!kslot_is(sl, k))
             continue;
-        sl->used = ++k->tick;
+        sl->used = ++kc->tick;
         *id = sl->id;
         if ((*bits = em_malloc(words * sizeof **bits)) != NULL)
             memcpy(*bits, sl->bits, words * sizeof **bits);
         else
-            rc = em_err(EMBER_ENOMEM, "focus: %u stacks",
-                        r->next[EM_T_STACK]);
+            rc = em_err(EMBER_ENOMEM, "focus: %u stacks", k->nstacks);
         break;
     }
-    pthread_mutex_unlock(&k->mu);
+    pthread_mutex_unlock(&kc->mu);
     return rc;
 }
 
-/* A new id for the set BITS made for FOCUS and IGNORE at R's table sizes,
-** and a copy of it in the least recently used slot (best effort). */
-static uint64_t kcache_put(em_rtxn *r, const char *focus, const char *ignore,
+/* A new id for the set BITS made for K, and a copy of it in the least
+** recently used slot (best effort). */
+static uint64_t kcache_put(em_kcache *kc, const kkey *key,
                            const uint64_t *bits)
 {
-    em_kcache *k = &r->db->kcache;
-    size_t words = keep_words(r);
-    em_kslot n = { NULL, NULL, r->next[EM_T_FUNCTION], r->next[EM_T_STACK],
-                   em_malloc(words * sizeof *bits), 0, 0 };
+    em_kcache *k = kc;
+    const char *focus = key->focus, *ignore = key->ignore;
+    size_t words = keep_words(key->nstacks);
+    em_kslot n = { NULL, NULL, key->nfunctions, key->nstacks,
+                   em_malloc(words * sizeof *bits), 0, 0, key->owner };
     em_kslot *sl = &k->slot[0];
     uint64_t id;
 
@@ -706,22 +712,39 @@ static uint64_t kcache_put(em_rtxn *r, const char *focus, const char *ignore,
     return id;
 }
 
-int em_keep_get(em_rtxn *r, const char *focus, const char *ignore,
-                uint64_t **bits, uint64_t *id)
+int em_keep_cached(ember_db *db, uint64_t owner, uint32_t nfunctions,
+                   uint32_t nstacks, const char *focus, const char *ignore,
+                   em_keep_build_fn build, void *ctx, uint64_t **bits,
+                   uint64_t *id)
 {
+    kkey k = { owner, nfunctions, nstacks, focus, ignore };
     int rc;
 
     *bits = NULL;
     *id = 0;
     if (focus == NULL && ignore == NULL)
         return EMBER_OK;
-    rc = kcache_get(r, focus, ignore, bits, id);
+    rc = kcache_get(&db->kcache, &k, bits, id);
     if (rc != EMBER_OK || *bits != NULL)
         return rc;
-    rc = keep_build(r, focus, ignore, bits);
+    rc = build(ctx, focus, ignore, bits);
     if (rc == EMBER_OK)
-        *id = kcache_put(r, focus, ignore, *bits);
+        *id = kcache_put(&db->kcache, &k, *bits);
     return rc;
+}
+
+static int head_keep_build(void *ctx, const char *focus, const char *ignore,
+                           uint64_t **bits)
+{
+    return keep_build(ctx, focus, ignore, bits);
+}
+
+int em_keep_get(em_rtxn *r, const char *focus, const char *ignore,
+                uint64_t **bits, uint64_t *id)
+{
+    return em_keep_cached(r->db, r->head_gen, r->next[EM_T_FUNCTION],
+                          r->next[EM_T_STACK], focus, ignore,
+                          head_keep_build, r, bits, id);
 }
 
 /* ---- lookups for verify ------------------------------------------------------- */

@@ -29,6 +29,7 @@
 */
 #include <stdlib.h>
 
+#include "engine/block.h"
 #include "engine/store.h"
 
 /* Called for each chunk of a series overlapping [from, to]. KEPT lists
@@ -50,6 +51,9 @@ typedef struct scan {
     uint64_t keep_id;               /* its id in the keep cache, 0: none */
     em_kept *kept;                  /* scratch: one chunk's kept list */
     uint32_t kept_cap;
+    /* Called as each source's scan begins (NULL: nothing to do). */
+    int (*source_fn)(void *ctx, uint32_t src);
+    uint32_t src;                   /* the source being read */
 } scan;
 
 /* A chunk as a scan hands it out: the decoded arrays and what keeps them
@@ -79,28 +83,26 @@ static void chunk_unref(em_rtxn *r, chunk_ref *ref)
 ** checksum: the entry was decoded from bytes that passed it, and its key
 ** holds their stored checksum), else checks the checksum. REF->c.h is the
 ** chunk's header either way. */
-static int chunk_find(em_rtxn *r, const MDB_val *k, const MDB_val *d,
-                      chunk_ref *ref)
+static int chunk_find(em_rtxn *r, const uint8_t *key, const uint8_t *buf,
+                      size_t len, chunk_ref *ref)
 {
     em_ccache *cc = r->db->ccache;
-    int rc = em_chunk_header_peek(d->mv_data, d->mv_size, &ref->c.h,
-                                  &ref->crc);
+    int rc = em_chunk_header_peek(buf, len, &ref->c.h, &ref->crc);
 
     if (rc != EMBER_OK)     /* say what a full check would have said */
-        return em_chunk_header_read(d->mv_data, d->mv_size, &ref->c.h);
+        return em_chunk_header_read(buf, len, &ref->c.h);
     if (cc != NULL && !(ref->c.h.flags & EM_CHUNK_HEAD))
-        ref->ent = em_ccache_get(cc, k->mv_data, ref->crc, d->mv_size,
-                                 r->epoch, &ref->c);
+        ref->ent = em_ccache_get(cc, key, ref->crc, len, r->epoch, &ref->c);
     if (ref->ent == NULL)
-        rc = em_chunk_crc_check(d->mv_data, d->mv_size);
+        rc = em_chunk_crc_check(buf, len);
     return rc;
 }
 
 /* Decodes the parts of WANT that REF lacks and offers them to the cache:
 ** added to REF's entry, or a new entry for a sealed chunk, or else kept as
 ** REF's own allocation. */
-static int chunk_complete(em_rtxn *r, const MDB_val *k, const MDB_val *d,
-                          unsigned want, chunk_ref *ref)
+static int chunk_complete(em_rtxn *r, const uint8_t *key, const uint8_t *buf,
+                          size_t len, unsigned want, chunk_ref *ref)
 {
     em_ccache *cc = r->db->ccache;
     unsigned have = em_chunk_parts(&ref->c), added;
@@ -114,10 +116,10 @@ static int chunk_complete(em_rtxn *r, const MDB_val *k, const MDB_val *d,
     /* An entry's bytes passed the checksum when it was made; these are
     ** read again, so they are checked again (once per part added). */
     if (ref->ent != NULL)
-        rc = em_chunk_crc_check(d->mv_data, d->mv_size);
+        rc = em_chunk_crc_check(buf, len);
     if (rc == EMBER_OK)
-        rc = em_chunk_decode_parts(r->codec, d->mv_data, d->mv_size, want,
-                                   &ref->c, &mem, &bytes);
+        rc = em_chunk_decode_parts(r->codec, buf, len, want, &ref->c, &mem,
+                                   &bytes);
     if (rc != EMBER_OK)
         return rc;
     added = em_chunk_parts(&ref->c) & ~have;
@@ -125,9 +127,8 @@ static int chunk_complete(em_rtxn *r, const MDB_val *k, const MDB_val *d,
         kept = em_ccache_extend(cc, ref->ent, r->epoch, &ref->c, added, mem,
                                 bytes);
     else if (cc != NULL && !(ref->c.h.flags & EM_CHUNK_HEAD))
-        kept = (ref->ent = em_ccache_put(cc, k->mv_data, ref->crc,
-                                         d->mv_size, r->epoch, &ref->c, mem,
-                                         bytes)) != NULL;
+        kept = (ref->ent = em_ccache_put(cc, key, ref->crc, len, r->epoch,
+                                         &ref->c, mem, bytes)) != NULL;
     if (!kept)
         ref->own = mem;
     return EMBER_OK;
@@ -172,20 +173,22 @@ static int chunk_kept(scan *s, const chunk_ref *ref, uint32_t *n)
 
 /* Finds and decodes what the scan needs of one stored chunk into REF;
 ** *SKIP when it lies outside the range. */
-static int scan_load(scan *s, const MDB_val *k, const MDB_val *d,
-                     chunk_ref *ref, bool *skip)
+static int scan_load(scan *s, const uint8_t *key, const uint8_t *buf,
+                     size_t len, chunk_ref *ref, bool *skip)
 {
     const em_chunk_header *h = &ref->c.h;
+    uint32_t nstacks = s->r->src[s->src].n[EM_T_STACK];
     bool whole;
-    int rc = chunk_find(s->r, k, d, ref);
+    int rc = chunk_find(s->r, key, buf, len, ref);
 
     *skip = rc == EMBER_OK && (h->max_time < s->from || h->min_time > s->to);
     if (rc != EMBER_OK || *skip)
         return rc;
     whole = h->min_time >= s->from && h->max_time <= s->to;
-    rc = chunk_complete(s->r, k, d, s->parts | (whole ? 0 : s->partial), ref);
+    rc = chunk_complete(s->r, key, buf, len,
+                        s->parts | (whole ? 0 : s->partial), ref);
     if (rc == EMBER_OK && ref->c.stacks != NULL && h->nstacks > 0 &&
-        ref->c.stacks[h->nstacks - 1] >= s->r->next[EM_T_STACK])
+        ref->c.stacks[h->nstacks - 1] >= nstacks)
         rc = EM_CORRUPT("stack id %u beyond the stack table",
                         ref->c.stacks[h->nstacks - 1]);
     return rc;
@@ -195,8 +198,8 @@ static int scan_load(scan *s, const MDB_val *k, const MDB_val *d,
 ** outside the range. A query's budget (em_budget) has its deadline checked
 ** here, once per chunk, and does not count the decoded chunk: it belongs
 ** to the handle's cache, whose bytes cache_bytes bounds. */
-static int scan_one(scan *s, uint32_t series, const MDB_val *k,
-                    const MDB_val *d)
+static int scan_one(scan *s, uint32_t series, const uint8_t *key,
+                    const uint8_t *buf, size_t len)
 {
     chunk_ref ref;
     uint32_t nkept = 0;
@@ -208,7 +211,7 @@ static int scan_one(scan *s, uint32_t series, const MDB_val *k,
         return rc;
     memset(&ref, 0, sizeof ref);
     b = em_budget_swap(NULL);
-    rc = scan_load(s, k, d, &ref, &skip);
+    rc = scan_load(s, key, buf, len, &ref, &skip);
     em_budget_swap(b);
     if (rc == EMBER_OK && !skip && s->keep != NULL)
         rc = chunk_kept(s, &ref, &nkept);
@@ -221,17 +224,19 @@ static int scan_one(scan *s, uint32_t series, const MDB_val *k,
     return rc;
 }
 
-static int scan_series(scan *s, uint32_t series)
+/* Scans the head's chunks of its series LOCAL (canonical id SERIES) that
+** may overlap the range: from (series, from - widest span) on. */
+static int scan_head(scan *s, uint32_t local, uint32_t series)
 {
-    uint8_t key[EM_CHUNK_KEY_LEN];
-    MDB_val k = { sizeof key, key }, d;
+    uint8_t key[EM_CCACHE_KEY_LEN] = { 0 }, *ck = key + 8;
+    MDB_val k = { EM_CHUNK_KEY_LEN, ck }, d;
     MDB_cursor *cur;
     int rc = EMBER_OK;
     int mrc = mdb_cursor_open(s->r->txn, s->r->db->dbi[EM_D_CHUNK], &cur);
 
     if (mrc != MDB_SUCCESS)
         return em_lmdb(mrc, "chunk cursor");
-    em_chunk_key(key, series, sat_sub(s->from, s->r->max_span), 0);
+    em_chunk_key(ck, local, sat_sub(s->from, s->r->max_span), 0);
     for (mrc = mdb_cursor_get(cur, &k, &d, MDB_SET_RANGE);
          mrc == MDB_SUCCESS && rc == EMBER_OK;
          mrc = mdb_cursor_get(cur, &k, &d, MDB_NEXT)) {
@@ -242,11 +247,12 @@ static int scan_series(scan *s, uint32_t series)
             break;
         }
         em_chunk_key_parse(k.mv_data, &sid, &t, &seq);
-        if (sid != series || t > s->to)
+        if (sid != local || t > s->to)
             break;
-        rc = scan_one(s, series, &k, &d);
+        memcpy(ck, k.mv_data, EM_CHUNK_KEY_LEN);
+        rc = scan_one(s, series, key, d.mv_data, d.mv_size);
         if (rc != EMBER_OK)
-            em_err_prefix(rc, "chunk (series %u, t=%lld, seq %u)", series,
+            em_err_prefix(rc, "chunk (series %u, t=%lld, seq %u)", local,
                           (long long)t, seq);
     }
     mdb_cursor_close(cur);
@@ -255,13 +261,56 @@ static int scan_series(scan *s, uint32_t series)
     return rc;
 }
 
-/* Runs S over every series in SERIES. */
-static int scan_all(scan *s, const roaring_bitmap_t *series)
+/* Scans the chunks of block series LOCAL that overlap the range: its
+** index lists them in time order, without overlaps. */
+static int scan_block(scan *s, uint32_t local, uint32_t series)
 {
-    roaring_uint32_iterator_t *it = roaring_create_iterator(series);
+    em_src *src = &s->r->src[s->src];
+    uint8_t key[EM_CCACHE_KEY_LEN] = { 0 };
+    const em_bchunk *cs;
+    size_t n;
+    int rc = em_block_chunks(src->blk, local, &cs, &n);
+
+    for (size_t i = 0; i < n && rc == EMBER_OK && cs[i].min_time <= s->to;
+         i++) {
+        const uint8_t *buf;
+        if (cs[i].max_time < s->from)
+            continue;
+        em_put_be64(key, src->id);
+        em_put_be64(key + 8, cs[i].offset);
+        rc = em_block_chunk_bytes(src->blk, &cs[i], &buf);
+        if (rc == EMBER_OK)
+            rc = scan_one(s, series, key, buf, (size_t)cs[i].len);
+        if (rc != EMBER_OK)
+            em_err_prefix(rc, "block %016llx: chunk at %llu (series %u)",
+                          (unsigned long long)src->id,
+                          (unsigned long long)cs[i].offset, local);
+    }
+    return rc;
+}
+
+static int scan_series(scan *s, uint32_t local)
+{
+    uint32_t series;
+    int rc = em_src_canon_series(s->r, s->src, local, &series);
+
+    if (rc != EMBER_OK)
+        return rc;
+    if (s->r->src[s->src].kind == EM_SRC_HEAD)
+        return scan_head(s, local, series);
+    return scan_block(s, local, series);
+}
+
+/* Runs S over every series in SERIES, of source SRC. */
+static int scan_src(scan *s, uint32_t src, const roaring_bitmap_t *series)
+{
+    roaring_uint32_iterator_t *it;
     int rc = EMBER_OK;
 
-    if (it == NULL)
+    s->src = src;
+    if (s->source_fn != NULL && (rc = s->source_fn(s->ctx, src)) != EMBER_OK)
+        return rc;
+    if ((it = roaring_create_iterator(series)) == NULL)
         return em_err(EMBER_ENOMEM, "series iterator");
     for (; it->has_value && rc == EMBER_OK; roaring_advance_uint32_iterator(it))
         rc = scan_series(s, it->current_value);
@@ -279,51 +328,105 @@ static void range_of(const ember_selector *sel, int64_t *from, int64_t *to)
     }
 }
 
-/* A read: snapshot, selected series and the stacks to keep. */
+/* What a read takes from one source: its selected series (local ids;
+** NULL: the source is skipped, its time range misses the query's) and
+** the stacks to keep there. */
+typedef struct qsrc {
+    roaring_bitmap_t *series;
+    const uint64_t *keep;           /* dense bitset over the source's local
+                                    ** stacks; NULL: every stack */
+    uint64_t keep_id;               /* its id in the keep cache */
+    uint64_t *own_keep;             /* keep, when the query made it */
+} qsrc;
+
+/* Gives *KEEP, *ID the keep set of source SRC for a read whose focus and
+** ignore its caller has cached (the reader): CTX is the caller's. */
+typedef int (*keep_fn)(void *ctx, uint32_t src, const uint64_t **keep,
+                       uint64_t *id);
+
+/* A read: snapshot, and per source the selected series and the stacks to
+** keep. */
 typedef struct query {
     em_rtxn own;                    /* the snapshot, when not borrowed */
     em_rtxn *r;                     /* own, or the reader's */
-    roaring_bitmap_t *series;
-    const uint64_t *keep;           /* dense bitset over stack ids; NULL:
-                                    ** every stack (no focus, no ignore) */
-    uint64_t keep_id;               /* its id in the keep cache */
-    uint64_t *own_keep;             /* keep, when the query made it */
+    qsrc *qs;                       /* [r->nsrc] */
+    bool filtered;                  /* a focus or an ignore applies */
     int64_t from, to;
 } query;
 
-static inline bool query_keeps(const query *q, uint32_t st)
-{
-    return q->keep == NULL || (q->keep[st >> 6] >> (st & 63) & 1);
-}
-
 static void query_end(query *q)
 {
-    if (q->series != NULL)
-        roaring_bitmap_free(q->series);
-    em_free(q->own_keep);
+    for (uint32_t i = 0; q->qs != NULL && i < q->r->nsrc; i++) {
+        if (q->qs[i].series != NULL)
+            roaring_bitmap_free(q->qs[i].series);
+        em_free(q->qs[i].own_keep);
+    }
+    em_free(q->qs);
+    q->qs = NULL;
     em_rtxn_end(&q->own);
 }
 
-/* ANDs the selector's own series ids into the query's series. */
-static int series_restrict(const ember_selector *sel, query *q)
+/* Keeps in *SERIES (local ids of source SRC) those whose canonical ids
+** the selector lists, when it lists some. */
+static int series_restrict(em_rtxn *r, uint32_t src, const ember_selector *sel,
+                           roaring_bitmap_t *series)
 {
-    roaring_bitmap_t *ids;
+    roaring_bitmap_t *ids, *keep;
+    roaring_uint32_iterator_t it;
+    int rc = EMBER_OK;
 
     if (sel == NULL || sel->series == NULL)
         return EMBER_OK;
     ids = roaring_bitmap_of_ptr(sel->nseries, sel->series);
-    if (ids == NULL)
+    keep = r->nsrc > 1 ? roaring_bitmap_create() : NULL;
+    if (ids == NULL || (r->nsrc > 1 && keep == NULL)) {
+        if (ids != NULL)
+            roaring_bitmap_free(ids);
         return em_err(EMBER_ENOMEM, "selector: %zu series ids", sel->nseries);
-    roaring_bitmap_and_inplace(q->series, ids);
+    }
+    if (keep == NULL) {             /* one source: local ids are canonical */
+        roaring_bitmap_and_inplace(series, ids);
+        roaring_bitmap_free(ids);
+        return EMBER_OK;
+    }
+    roaring_init_iterator(series, &it);
+    for (; it.has_value && rc == EMBER_OK; roaring_advance_uint32_iterator(&it)) {
+        uint32_t vid;
+        rc = em_src_canon_series(r, src, it.current_value, &vid);
+        if (rc == EMBER_OK && roaring_bitmap_contains(ids, vid))
+            roaring_bitmap_add(keep, it.current_value);
+    }
+    if (rc == EMBER_OK)
+        roaring_bitmap_and_inplace(series, keep);
+    roaring_bitmap_free(keep);
     roaring_bitmap_free(ids);
-    return EMBER_OK;
+    return rc;
 }
 
-/* Starts a query on R (NULL: a snapshot of its own). KEEP, when not NULL,
-** is a bitset the caller made for SEL's focus and ignore already, with
-** its keep-cache id KEEP_ID. */
+/* Selects in source SRC of Q what SEL asks for. */
+static int query_src(query *q, uint32_t src, const ember_selector *sel,
+                     keep_fn kf, void *kctx)
+{
+    qsrc *qs = &q->qs[src];
+    int rc = em_src_select(q->r, src, sel, &qs->series);
+
+    if (rc == EMBER_OK)
+        rc = series_restrict(q->r, src, sel, qs->series);
+    if (rc != EMBER_OK || !q->filtered ||
+        roaring_bitmap_is_empty(qs->series))
+        return rc;
+    if (kf != NULL)
+        return kf(kctx, src, &qs->keep, &qs->keep_id);
+    rc = em_src_keep(q->r, src, sel->focus, sel->ignore, &qs->own_keep,
+                     &qs->keep_id);
+    qs->keep = qs->own_keep;
+    return rc;
+}
+
+/* Starts a query on R (NULL: a snapshot of its own). KF, when not NULL,
+** gives each source's keep set for SEL's focus and ignore. */
 static int query_begin_on(ember_db *db, em_rtxn *r, const ember_selector *sel,
-                          const uint64_t *keep, uint64_t keep_id, query *q)
+                          keep_fn kf, void *kctx, query *q)
 {
     int rc;
 
@@ -337,16 +440,14 @@ static int query_begin_on(ember_db *db, em_rtxn *r, const ember_selector *sel,
         r = &q->own;
     }
     q->r = r;
-    if (rc == EMBER_OK)
-        rc = em_select_series(r, sel, &q->series);
-    if (rc == EMBER_OK)
-        rc = series_restrict(sel, q);
-    if (rc == EMBER_OK && keep == NULL && sel != NULL)
-        rc = em_keep_get(r, sel->focus, sel->ignore, &q->own_keep,
-                         &keep_id);
-    q->keep = keep != NULL ? keep : q->own_keep;
-    q->keep_id = keep_id;
     range_of(sel, &q->from, &q->to);
+    q->filtered = sel != NULL && (sel->focus != NULL || sel->ignore != NULL);
+    if (rc == EMBER_OK &&
+        (q->qs = em_calloc(r->nsrc, sizeof *q->qs)) == NULL)
+        rc = em_err(EMBER_ENOMEM, "query: %u sources", r->nsrc);
+    for (uint32_t i = 0; rc == EMBER_OK && i < r->nsrc; i++)
+        if (em_src_overlaps(&r->src[i], q->from, q->to))
+            rc = query_src(q, i, sel, kf, kctx);
     if (rc != EMBER_OK)
         query_end(q);
     return rc;
@@ -354,7 +455,22 @@ static int query_begin_on(ember_db *db, em_rtxn *r, const ember_selector *sel,
 
 static int query_begin(ember_db *db, const ember_selector *sel, query *q)
 {
-    return query_begin_on(db, NULL, sel, NULL, 0, q);
+    return query_begin_on(db, NULL, sel, NULL, NULL, q);
+}
+
+/* Runs S over every source and series Q selected. */
+static int scan_all(scan *s, const query *q)
+{
+    int rc = EMBER_OK;
+
+    for (uint32_t i = 0; i < q->r->nsrc && rc == EMBER_OK; i++) {
+        if (q->qs[i].series == NULL)
+            continue;
+        s->keep = q->qs[i].keep;
+        s->keep_id = q->qs[i].keep_id;
+        rc = scan_src(s, i, q->qs[i].series);
+    }
+    return rc;
 }
 
 /* Marks which profiles of C fall in [from, to]; returns how many. */
@@ -395,15 +511,30 @@ struct ember_merged {
     merge_span span;                /* all 0 when nothing was merged */
 };
 
+/* The sums of one block source: its stacks are numbered apart. */
+typedef struct macc_src {
+    int64_t *sum;                   /* [n + 1] */
+    uint64_t *seen;                 /* [n / 64 + 1] */
+    size_t n;
+} macc_src;
+
 typedef struct merge_acc {
-    query *q;
+    query *q;                       /* the read running, while it runs */
+    em_rtxn *r;                     /* the snapshot its ids belong to */
     ember_db *db;                   /* whose pool the buffers go back to */
-    int64_t *sum;                   /* [cap + 1] */
+    int64_t *sum;                   /* the head's sums, [cap + 1] */
     uint64_t *seen;                 /* bitmap [cap / 64 + 1] */
     size_t cap;                     /* stack ids sum and seen cover */
+    macc_src *bs;                   /* [nbs]: each block source's, made when
+                                    ** it is first read (index 0 unused) */
+    uint32_t nbs;
+    int64_t *csum;                  /* the source being read: its sums */
+    uint64_t *cseen;
     uint8_t *in;                    /* scratch: profile in range */
     uint32_t in_cap;
     uint32_t last_series;
+    roaring_bitmap_t *sseen;        /* canonical series merged, when a
+                                    ** snapshot has several sources */
     uint64_t nseries, nprofiles;
     merge_span span;                /* valid once nprofiles > 0 */
     span_key *keys;                 /* per profile merged, for duration */
@@ -439,7 +570,7 @@ __attribute__((noinline))
 static bool merge_run_wide(merge_acc *m, const em_chunk *c, uint32_t st,
                            uint64_t a, uint64_t b, const uint8_t *in)
 {
-    __int128 sum = m->sum[st];
+    __int128 sum = m->csum[st];
     bool any = false;
 
     for (uint64_t j = a; j < b; j++)
@@ -449,8 +580,8 @@ static bool merge_run_wide(merge_acc *m, const em_chunk *c, uint32_t st,
         }
     if (!any)
         return true;
-    m->seen[st >> 6] |= 1ull << (st & 63);
-    m->sum[st] = (int64_t)sum;
+    m->cseen[st >> 6] |= 1ull << (st & 63);
+    m->csum[st] = (int64_t)sum;
     return sum >= INT64_MIN && sum <= INT64_MAX;
 }
 
@@ -479,8 +610,8 @@ static bool merge_run(merge_acc *m, const em_chunk *c, uint32_t st,
     }
     if (!any)
         return true;
-    m->seen[st >> 6] |= 1ull << (st & 63);
-    return !__builtin_add_overflow(m->sum[st], (int64_t)sum, &m->sum[st]);
+    m->cseen[st >> 6] |= 1ull << (st & 63);
+    return !__builtin_add_overflow(m->csum[st], (int64_t)sum, &m->csum[st]);
 }
 
 /* The chunk scan prefixes the chunk (series, time), so this names the
@@ -661,7 +792,9 @@ static int merge_chunk(void *ctx, uint32_t series, const em_chunk *c,
     if ((rc = merge_span_add(m, c, whole ? NULL : m->in)) != EMBER_OK)
         return rc;
     m->nprofiles += n;
-    if (m->nseries == 0 || m->last_series != series)
+    if (m->sseen != NULL)           /* a series may be in several sources */
+        roaring_bitmap_add(m->sseen, series);
+    else if (m->nseries == 0 || m->last_series != series)
         m->nseries++;
     m->last_series = series;
     return EMBER_OK;
@@ -770,23 +903,41 @@ static int merge_acc_size(merge_acc *m, size_t nstacks)
 
 /* Sizes an empty accumulator for NSTACKS stack ids, with buffers from
 ** DB's pool when it has some. */
-static int merge_acc_init(merge_acc *m, ember_db *db, size_t nstacks)
+static int merge_acc_init(merge_acc *m, em_rtxn *r)
 {
     memset(m, 0, sizeof *m);
-    m->db = db;
+    m->r = r;
+    m->db = r->db;
     m->span = (merge_span){ INT64_MAX, INT64_MIN, 0, INT64_MIN };
-    mpool_take(&db->mpool, m);
-    return merge_acc_size(m, nstacks);
+    mpool_take(&r->db->mpool, m);
+    if (r->nsrc > 1) {
+        m->bs = em_calloc(r->nsrc, sizeof *m->bs);
+        m->nbs = r->nsrc;
+        m->sseen = roaring_bitmap_create();
+        if (m->bs == NULL || m->sseen == NULL)
+            return em_err(EMBER_ENOMEM, "merge: %u sources", r->nsrc);
+    }
+    return merge_acc_size(m, r->next[EM_T_STACK]);
+}
+
+/* Zeroes the N sums SUM that SEEN marks, and SEEN. */
+static void sums_clear(int64_t *sum, uint64_t *seen, size_t n)
+{
+    for (size_t w = 0; sum != NULL && w < (n + 63) / 64; w++) {
+        for (uint64_t bits = seen[w]; bits != 0; bits &= bits - 1)
+            sum[w * 64 + (size_t)__builtin_ctzll(bits)] = 0;
+        seen[w] = 0;
+    }
 }
 
 /* Empties M for the next merge, touching only the stacks it summed. */
 static void merge_acc_reset(merge_acc *m)
 {
-    for (size_t w = 0; w < (m->nstacks + 63) / 64; w++) {
-        for (uint64_t bits = m->seen[w]; bits != 0; bits &= bits - 1)
-            m->sum[w * 64 + (size_t)__builtin_ctzll(bits)] = 0;
-        m->seen[w] = 0;
-    }
+    sums_clear(m->sum, m->seen, m->nstacks);
+    for (uint32_t i = 1; i < m->nbs; i++)
+        sums_clear(m->bs[i].sum, m->bs[i].seen, m->bs[i].n);
+    if (m->sseen != NULL)
+        roaring_bitmap_clear(m->sseen);
     m->nseries = m->nprofiles = 0;
     m->nkeys = m->nbreaks = 0;
     m->dur_run = 0;
@@ -795,7 +946,7 @@ static void merge_acc_reset(merge_acc *m)
 }
 
 /* Hands M's buffers back to the pool, emptied (a failed merge may have
-** left sums behind). */
+** left sums behind); a block source's are freed. */
 static void merge_acc_free(merge_acc *m)
 {
     if (m->sum != NULL && m->seen != NULL && m->cap >= m->nstacks) {
@@ -804,7 +955,47 @@ static void merge_acc_free(merge_acc *m)
         em_free(m->sum);
         m->sum = NULL;
     }
+    for (uint32_t i = 1; i < m->nbs; i++) {
+        em_free(m->bs[i].sum);
+        em_free(m->bs[i].seen);
+    }
+    em_free(m->bs);
+    if (m->sseen != NULL)
+        roaring_bitmap_free(m->sseen);
+    m->bs = NULL;
+    m->sseen = NULL;
     mpool_give(&m->db->mpool, m);
+}
+
+/* Points M's current sums at source SRC's, made zeroed on first use
+** (calloc: pages are mapped as the merge touches them). */
+static int merge_source(void *ctx, uint32_t src)
+{
+    merge_acc *m = ctx;
+    macc_src *b;
+    size_t n;
+
+    if (src == 0) {
+        m->csum = m->sum;
+        m->cseen = m->seen;
+        return EMBER_OK;
+    }
+    b = &m->bs[src];
+    n = m->r->src[src].n[EM_T_STACK];
+    if (b->sum == NULL) {
+        b->sum = em_calloc(n + 1, sizeof *b->sum);
+        b->seen = em_calloc(n / 64 + 1, sizeof *b->seen);
+        b->n = n;
+        if (b->sum == NULL || b->seen == NULL) {
+            em_free(b->sum);
+            em_free(b->seen);
+            *b = (macc_src){ 0 };
+            return em_err(EMBER_ENOMEM, "merge: %zu stacks", n);
+        }
+    }
+    m->csum = b->sum;
+    m->cseen = b->seen;
+    return EMBER_OK;
 }
 
 /* Adds what Q selects to M. */
@@ -812,32 +1003,60 @@ static int merge_acc_run(merge_acc *m, query *q)
 {
     scan s = { q->r, q->from, q->to,
                EM_PART_TIMES | EM_PART_STACKS | EM_PART_VALUES |
-               (q->keep != NULL ? EM_PART_TOTALS : 0),
-               EM_PART_PROFILES, merge_chunk, m, q->keep, q->keep_id, NULL,
-               0 };
+               (q->filtered ? EM_PART_TOTALS : 0),
+               EM_PART_PROFILES, merge_chunk, m, NULL, 0, NULL, 0,
+               merge_source, 0 };
     int rc;
 
     m->q = q;
     m->last_series = UINT32_MAX;
-    rc = scan_all(&s, q->series);
+    rc = scan_all(&s, q);
     em_free(s.kept);
     return rc;
+}
+
+/* The stacks M summed: how many, and (OUT not NULL) each virtual id and
+** sum, by source then id, with the sums' check (issue 12). */
+static size_t merge_collect(merge_acc *m, uint32_t *ids, int64_t *vals,
+                            bool *ovf)
+{
+    const em_rtxn *r = m->r;
+    int64_t pos = 0, neg = 0;
+    size_t k = 0;
+
+    for (uint32_t i = 0; i < (m->nbs > 0 ? m->nbs : 1); i++) {
+        const int64_t *sum = i == 0 ? m->sum : m->bs[i].sum;
+        const uint64_t *seen = i == 0 ? m->seen : m->bs[i].seen;
+        size_t n = i == 0 ? m->nstacks : m->bs[i].n;
+        uint32_t base = r->src[i].base[EM_T_STACK];
+        for (size_t w = 0; sum != NULL && w < (n + 63) / 64; w++) {
+            if (ids == NULL) {
+                k += (size_t)__builtin_popcountll(seen[w]);
+                continue;
+            }
+            for (uint64_t bits = seen[w]; bits != 0; bits &= bits - 1) {
+                size_t st = w * 64 + (size_t)__builtin_ctzll(bits);
+                ids[k] = base + (uint32_t)st;
+                vals[k++] = sum[st];
+                *ovf |= !em_sum_add(&pos, &neg, sum[st]);
+            }
+        }
+    }
+    return k;
 }
 
 /* Turns the accumulator into the result, in stack order, and empties it.
 ** Its values must sum within int64 (em_sum_add): then every sum a
 ** renderer or a query makes of them (a total, a function's flat and cum,
-** a group) fits too, and none wraps. */
+** a group) fits too, and none wraps. Stacks stored in several sources are
+** one stack (engine/canon.c), under the id the snapshot gave it first. */
 static int merge_finish(merge_acc *m, ember_merged **out)
 {
     ember_merged *r = em_calloc(1, sizeof *r);
-    size_t nstacks = m->nstacks, n = 0, k = 0;
-    int64_t pos = 0, neg = 0;
+    size_t n = merge_collect(m, NULL, NULL, NULL);
     bool ovf = false;
     int rc = EMBER_OK;
 
-    for (size_t w = 0; w < (nstacks + 63) / 64; w++)
-        n += (size_t)__builtin_popcountll(m->seen[w]);
     if (r != NULL) {
         r->stacks = em_malloc(n * sizeof *r->stacks + 1);
         r->values = em_malloc(n * sizeof *r->values + 1);
@@ -847,18 +1066,14 @@ static int merge_finish(merge_acc *m, ember_merged **out)
         merge_acc_reset(m);
         return em_err(EMBER_ENOMEM, "merge result of %zu stacks", n);
     }
-    for (size_t w = 0; w < (nstacks + 63) / 64; w++)
-        for (uint64_t bits = m->seen[w]; bits != 0; bits &= bits - 1) {
-            uint32_t st = (uint32_t)(w * 64 + (size_t)__builtin_ctzll(bits));
-            r->stacks[k] = st;
-            r->values[k++] = m->sum[st];
-            ovf |= !em_sum_add(&pos, &neg, m->sum[st]);
-        }
-    r->n = n;
+    r->n = merge_collect(m, r->stacks, r->values, &ovf);
     if (ovf)
         rc = em_err(EMBER_ELIMIT, "merge: the values of its %zu stacks sum "
                     "past the 64-bit range (merge fewer profiles)", n);
-    r->nseries = m->nseries;
+    if (rc == EMBER_OK && m->nbs > 1)
+        rc = em_canon_merged(m->r, r->stacks, r->values, &r->n);
+    r->nseries = m->sseen != NULL ?
+                 roaring_bitmap_get_cardinality(m->sseen) : m->nseries;
     r->nprofiles = m->nprofiles;
     if (rc == EMBER_OK && m->nprofiles > 0) {
         r->span = m->span;
@@ -886,7 +1101,7 @@ EMBER_API int ember_merge(ember_db *db, const ember_selector *sel,
     rc = query_begin(db, sel, &q);
     if (rc != EMBER_OK)
         return rc;
-    rc = merge_acc_init(&m, q.r->db, q.r->next[EM_T_STACK]);
+    rc = merge_acc_init(&m, q.r);
     if (rc == EMBER_OK)
         rc = merge_acc_run(&m, &q);
     if (rc == EMBER_OK)
@@ -1092,6 +1307,60 @@ static int tot_sort(ember_totals *t)
     return EMBER_OK;
 }
 
+/* Entry X goes before Y: by series, then by first time, so that the
+** parts of a series joined are in time order but where sources overlap. */
+static bool tot_before(const ember_totals *t, const tot_series *x,
+                       const tot_series *y)
+{
+    if (x->series != y->series)
+        return x->series < y->series;
+    if (x->n == 0 || y->n == 0)
+        return false;
+    return t->times[x->off] < t->times[y->off];
+}
+
+/* Joins the entries of T that name one series (a series stored in several
+** sources is met once per source), keeping the first entry's place in
+** series order: entries sorted by series, stably, points moved along. */
+static int tot_join(ember_totals *t)
+{
+    size_t np = t->np, w = 0, at = 0;
+    int64_t *v[3] = { em_malloc(np * 8 + 8), em_malloc(np * 8 + 8),
+                      em_malloc(np * 8 + 8) };
+    int64_t *old[3] = { t->times, t->values, t->durations };
+    tot_series *s = t->s;
+    int rc = EMBER_OK;
+
+    if (v[0] == NULL || v[1] == NULL || v[2] == NULL)
+        rc = em_err(EMBER_ENOMEM, "totals: %zu points", np);
+    for (size_t i = 1; rc == EMBER_OK && i < t->ns; i++) {   /* stable */
+        tot_series x = s[i];
+        size_t k = i;
+        for (; k > 0 && tot_before(t, &x, &s[k - 1]); k--)
+            s[k] = s[k - 1];
+        s[k] = x;
+    }
+    for (size_t i = 0; rc == EMBER_OK && i < t->ns; i++) {
+        tot_series x = s[i];    /* s[w] may be s[i] */
+        if (w == 0 || s[w - 1].series != x.series)
+            s[w++] = (tot_series){ x.series, at, 0 };
+        for (int a = 0; a < 3; a++)
+            memcpy(v[a] + at, old[a] + x.off, x.n * sizeof *v[a]);
+        at += x.n;
+        s[w - 1].n += x.n;
+    }
+    for (int a = 0; a < 3; a++)
+        em_free(rc == EMBER_OK ? old[a] : v[a]);
+    if (rc == EMBER_OK) {
+        t->times = v[0];
+        t->values = v[1];
+        t->durations = v[2];
+        t->pcap = np;
+        t->ns = w;
+    }
+    return rc;
+}
+
 /* Runs a totals question Q into a new *OUT. */
 static int totals_run(query *q, ember_totals **out)
 {
@@ -1103,12 +1372,14 @@ static int totals_run(query *q, ember_totals **out)
         return em_err(EMBER_ENOMEM, "totals");
     if (rc == EMBER_OK) {
         scan s = { q->r, q->from, q->to,
-                   EM_PART_TIMES | (q->keep ? EM_PART_STACKS |
+                   EM_PART_TIMES | (q->filtered ? EM_PART_STACKS |
                    EM_PART_VALUES | EM_PART_PROFILES : EM_PART_TOTALS), 0,
-                   tot_chunk, &a, q->keep, q->keep_id, NULL, 0 };
-        rc = scan_all(&s, q->series);
+                   tot_chunk, &a, NULL, 0, NULL, 0, NULL, 0 };
+        rc = scan_all(&s, q);
         em_free(s.kept);
     }
+    if (rc == EMBER_OK && q->r->nsrc > 1)
+        rc = tot_join(t);
     if (rc == EMBER_OK)
         rc = tot_sort(t);
     if (rc != EMBER_OK) {
@@ -1170,21 +1441,34 @@ EMBER_API void ember_totals_free(ember_totals *t)
 
 /* ---- the sample iterator ---------------------------------------------------------- */
 
+/* A profile in range and the source it came from. */
+typedef struct iter_prof {
+    em_chunk_profile *p;
+    uint32_t src;
+} iter_prof;
+
 /* One series' profiles in range, decoded, in time order. */
 typedef struct iter_series {
     em_chunk_profile **tp;          /* transposed chunks (own allocations) */
     size_t nch, chcap;
-    em_chunk_profile **order;       /* profiles in range, by time */
+    iter_prof *order;               /* profiles in range, by time */
     size_t np, pcap;
 } iter_series;
 
+/* A series of one source, under its canonical id. */
+typedef struct iter_part {
+    uint32_t canon, src, local;
+} iter_part;
+
 struct ember_iter {
     query q;
-    uint32_t *sids;
-    size_t nsids, si;
+    iter_part *parts;               /* by canonical id, then source */
+    size_t nparts, pi_next;
+    uint32_t series;                /* canonical id of cur */
     iter_series cur;
     size_t pi;                      /* profile within cur */
     uint32_t k;                     /* sample within that profile */
+    uint32_t src;                   /* the source being loaded */
 };
 
 static void iter_series_clear(iter_series *s)
@@ -1196,20 +1480,19 @@ static void iter_series_clear(iter_series *s)
 }
 
 static int iter_take(iter_series *s, em_chunk_profile *tp, uint32_t n,
-                     int64_t from, int64_t to)
+                     uint32_t src, int64_t from, int64_t to)
 {
     for (uint32_t p = 0; p < n; p++) {
         if (tp[p].time_ms < from || tp[p].time_ms > to)
             continue;
         if (s->np == s->pcap) {
-            em_chunk_profile **o = em_grow(s->order, &s->pcap, s->np + 1,
-                                           sizeof *o);
+            iter_prof *o = em_grow(s->order, &s->pcap, s->np + 1, sizeof *o);
             if (o == NULL)
                 return em_err(EMBER_ENOMEM, "iterator: %zu profiles",
                               s->np + 1);
             s->order = o;
         }
-        s->order[s->np++] = &tp[p];
+        s->order[s->np++] = (iter_prof){ &tp[p], src };
     }
     return EMBER_OK;
 }
@@ -1235,37 +1518,85 @@ static int iter_chunk(void *ctx, uint32_t series, const em_chunk *c,
     if (rc != EMBER_OK)
         return rc;
     s->nch++;
-    return iter_take(s, s->tp[s->nch - 1], c->h.nprofiles, it->q.from,
-                     it->q.to);
+    return iter_take(s, s->tp[s->nch - 1], c->h.nprofiles, it->src,
+                     it->q.from, it->q.to);
 }
 
 static int order_cmp(const void *a, const void *b)
 {
-    const em_chunk_profile *x = *(em_chunk_profile *const *)a;
-    const em_chunk_profile *y = *(em_chunk_profile *const *)b;
-    if (x->time_ms != y->time_ms)
-        return (x->time_ms > y->time_ms) - (x->time_ms < y->time_ms);
-    return (x > y) - (x < y);   /* stable: chunks were taken in key order */
+    const iter_prof *x = a, *y = b;
+
+    if (x->p->time_ms != y->p->time_ms)
+        return (x->p->time_ms > y->p->time_ms) -
+               (x->p->time_ms < y->p->time_ms);
+    if (x->src != y->src)
+        return (x->src > y->src) - (x->src < y->src);
+    return (x->p > y->p) - (x->p < y->p);   /* stable: chunks were taken in
+                                            ** key order */
+}
+
+static int part_cmp(const void *a, const void *b)
+{
+    const iter_part *x = a, *y = b;
+
+    if (x->canon != y->canon)
+        return (x->canon > y->canon) - (x->canon < y->canon);
+    return (x->src > y->src) - (x->src < y->src);
 }
 
 /* Loads the next series with something in range; EMBER_DONE at the end. */
 static int iter_load(struct ember_iter *it)
 {
     scan s = { it->q.r, it->q.from, it->q.to, EM_PART_ALL, 0, iter_chunk,
-               it, NULL, 0, NULL, 0 };
+               it, NULL, 0, NULL, 0, NULL, 0 };
     int rc = EMBER_OK;
 
     iter_series_clear(&it->cur);
     while (it->cur.np == 0 && rc == EMBER_OK) {
-        if (it->si == it->nsids)
+        if (it->pi_next == it->nparts)
             return EMBER_DONE;
         iter_series_clear(&it->cur);
-        rc = scan_series(&s, it->sids[it->si++]);
+        it->series = it->parts[it->pi_next].canon;
+        for (; rc == EMBER_OK && it->pi_next < it->nparts &&
+             it->parts[it->pi_next].canon == it->series; it->pi_next++) {
+            s.src = it->src = it->parts[it->pi_next].src;
+            rc = scan_series(&s, it->parts[it->pi_next].local);
+        }
     }
     if (rc == EMBER_OK)
         qsort(it->cur.order, it->cur.np, sizeof *it->cur.order, order_cmp);
     it->pi = 0;
     it->k = 0;
+    return rc;
+}
+
+/* Lists every selected series of every source under its canonical id. */
+static int iter_parts(struct ember_iter *it)
+{
+    query *q = &it->q;
+    size_t n = 0;
+    int rc = EMBER_OK;
+
+    for (uint32_t i = 0; i < q->r->nsrc; i++)
+        if (q->qs[i].series != NULL)
+            n += (size_t)roaring_bitmap_get_cardinality(q->qs[i].series);
+    if ((it->parts = em_malloc(n * sizeof *it->parts + 1)) == NULL)
+        return em_err(EMBER_ENOMEM, "iterator: %zu series", n);
+    for (uint32_t i = 0; i < q->r->nsrc && rc == EMBER_OK; i++) {
+        roaring_uint32_iterator_t r;
+        if (q->qs[i].series == NULL)
+            continue;
+        roaring_init_iterator(q->qs[i].series, &r);
+        for (; r.has_value && rc == EMBER_OK;
+             roaring_advance_uint32_iterator(&r)) {
+            iter_part *p = &it->parts[it->nparts++];
+            p->src = i;
+            p->local = r.current_value;
+            rc = em_src_canon_series(q->r, i, p->local, &p->canon);
+        }
+    }
+    if (rc == EMBER_OK)
+        qsort(it->parts, it->nparts, sizeof *it->parts, part_cmp);
     return rc;
 }
 
@@ -1286,16 +1617,20 @@ EMBER_API int ember_select(ember_db *db, const ember_selector *sel,
         em_free(it);
         return rc;
     }
-    it->nsids = (size_t)roaring_bitmap_get_cardinality(it->q.series);
-    it->sids = em_malloc(it->nsids * sizeof *it->sids + 1);
-    if (it->sids == NULL) {
-        rc = em_err(EMBER_ENOMEM, "iterator: %zu series", it->nsids);
+    if ((rc = iter_parts(it)) != EMBER_OK) {
         ember_iter_free(it);            /* after the message: it names it */
         return rc;
     }
-    roaring_bitmap_to_uint32_array(it->q.series, it->sids);
     *out = it;
     return EMBER_OK;
+}
+
+/* Whether the query keeps local stack ST of source SRC. */
+static inline bool query_keeps(const query *q, uint32_t src, uint32_t st)
+{
+    const uint64_t *keep = q->qs[src].keep;
+
+    return keep == NULL || (keep[st >> 6] >> (st & 63) & 1);
 }
 
 EMBER_API int ember_iter_next(ember_iter *it, ember_point *p)
@@ -1305,15 +1640,16 @@ EMBER_API int ember_iter_next(ember_iter *it, ember_point *p)
         return em_err(EMBER_EINVAL, "ember_iter_next: NULL argument");
     for (;;) {
         if (it->pi < it->cur.np) {
-            em_chunk_profile *cp = it->cur.order[it->pi];
+            iter_prof *ip = &it->cur.order[it->pi];
+            em_chunk_profile *cp = ip->p;
             if (it->k < cp->n) {
                 uint32_t st = cp->stacks[it->k];
                 int64_t v = cp->values[it->k++];
-                if (!query_keeps(&it->q, st))
+                if (!query_keeps(&it->q, ip->src, st))
                     continue;
-                p->series = it->sids[it->si - 1];
+                p->series = it->series;
                 p->time_ms = cp->time_ms;
-                p->stack = st;
+                p->stack = it->q.r->src[ip->src].base[EM_T_STACK] + st;
                 p->value = v;
                 return EMBER_OK;
             }
@@ -1334,12 +1670,20 @@ EMBER_API void ember_iter_free(ember_iter *it)
     iter_series_clear(&it->cur);
     em_free(it->cur.tp);
     em_free(it->cur.order);
-    em_free(it->sids);
+    em_free(it->parts);
     query_end(&it->q);
     em_free(it);
 }
 
 /* ---- the query layer's reader ------------------------------------------------------ */
+
+/* The keep sets of one focus and ignore, per source, made as sources are
+** first read. */
+typedef struct rkeep {
+    uint64_t *bits;
+    uint64_t id;
+    bool made;
+} rkeep;
 
 struct em_reader {
     ember_snapshot *snap;
@@ -1347,8 +1691,7 @@ struct em_reader {
     merge_acc m;                    /* made on the first merge */
     bool m_ready;
     char *focus, *ignore;           /* what keep was made for */
-    uint64_t *keep;
-    uint64_t keep_id;
+    rkeep *keep;                    /* [r->nsrc] */
     bool keep_valid;
 };
 
@@ -1374,6 +1717,18 @@ int em_reader_open(ember_db *db, em_reader **out)
     return EMBER_OK;
 }
 
+static void reader_keep_drop(em_reader *rd)
+{
+    for (uint32_t i = 0; rd->keep != NULL && i < rd->r->nsrc; i++)
+        em_free(rd->keep[i].bits);
+    em_free(rd->keep);
+    em_free(rd->focus);
+    em_free(rd->ignore);
+    rd->keep = NULL;
+    rd->focus = rd->ignore = NULL;
+    rd->keep_valid = false;
+}
+
 void em_reader_close(em_reader *rd)
 {
     em_budget *b;
@@ -1382,9 +1737,7 @@ void em_reader_close(em_reader *rd)
         return;
     if (rd->m_ready)
         merge_acc_free(&rd->m);
-    em_free(rd->focus);
-    em_free(rd->ignore);
-    em_free(rd->keep);
+    reader_keep_drop(rd);
     b = em_budget_swap(NULL);       /* its decoder is the chunks' (scan_one) */
     ember_snapshot_end(rd->snap);
     em_budget_swap(b);
@@ -1406,70 +1759,79 @@ static bool str_same(const char *a, const char *b)
     return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0);
 }
 
-/* The keep bitset of SEL's focus and ignore, made once for a run of
-** questions that share them (the groups of a merge by). */
-static int reader_keep(em_reader *rd, const ember_selector *sel,
-                       const uint64_t **keep)
+/* Makes the reader's keep sets those of SEL's focus and ignore, made once
+** for a run of questions that share them (the groups of a merge by). */
+static int reader_keep(em_reader *rd, const ember_selector *sel)
 {
     const char *focus = sel != NULL ? sel->focus : NULL;
     const char *ignore = sel != NULL ? sel->ignore : NULL;
-    char *f = NULL, *g = NULL;
-    uint64_t *k = NULL, id = 0;
-    int rc;
 
-    if (!rd->keep_valid || !str_same(focus, rd->focus) ||
-        !str_same(ignore, rd->ignore)) {
-        if ((focus != NULL && (f = em_strdup(focus)) == NULL) ||
-            (ignore != NULL && (g = em_strdup(ignore)) == NULL)) {
-            em_free(f);
-            return em_err(EMBER_ENOMEM, "focus");
-        }
-        if ((rc = em_keep_get(rd->r, focus, ignore, &k, &id)) != EMBER_OK) {
-            em_free(f);
-            em_free(g);
-            return rc;
-        }
-        em_free(rd->focus);
-        em_free(rd->ignore);
-        em_free(rd->keep);
-        rd->focus = f;
-        rd->ignore = g;
-        rd->keep = k;
-        rd->keep_id = id;
-        rd->keep_valid = true;
+    if (rd->keep_valid && str_same(focus, rd->focus) &&
+        str_same(ignore, rd->ignore))
+        return EMBER_OK;
+    reader_keep_drop(rd);
+    if ((focus != NULL && (rd->focus = em_strdup(focus)) == NULL) ||
+        (ignore != NULL && (rd->ignore = em_strdup(ignore)) == NULL) ||
+        (rd->keep = em_calloc(rd->r->nsrc, sizeof *rd->keep)) == NULL) {
+        reader_keep_drop(rd);
+        return em_err(EMBER_ENOMEM, "focus");
     }
-    *keep = rd->keep;
+    rd->keep_valid = true;
     return EMBER_OK;
+}
+
+/* keep_fn: source SRC's keep set, made on first need. */
+static int reader_keep_src(void *ctx, uint32_t src, const uint64_t **keep,
+                           uint64_t *id)
+{
+    em_reader *rd = ctx;
+    rkeep *k = &rd->keep[src];
+    int rc = EMBER_OK;
+
+    if (!k->made &&
+        (rc = em_src_keep(rd->r, src, rd->focus, rd->ignore, &k->bits,
+                          &k->id)) == EMBER_OK)
+        k->made = true;
+    *keep = k->bits;
+    *id = k->id;
+    return rc;
 }
 
 /* Starts a question on the reader's snapshot. */
 static int reader_query(em_reader *rd, const ember_selector *sel, query *q)
 {
-    const uint64_t *keep = NULL;
     int rc;
 
     memset(q, 0, sizeof *q);
     rc = em_selector_check(sel);
     if (rc == EMBER_OK)
-        rc = reader_keep(rd, sel, &keep);
+        rc = reader_keep(rd, sel);
     if (rc != EMBER_OK)
         return rc;
-    return query_begin_on(NULL, rd->r, sel, keep, rd->keep_id, q);
+    return query_begin_on(NULL, rd->r, sel, reader_keep_src, rd, q);
+}
+
+static int reader_merge_ready(em_reader *rd)
+{
+    int rc;
+
+    if (rd->m_ready)
+        return EMBER_OK;
+    if ((rc = merge_acc_init(&rd->m, rd->r)) != EMBER_OK) {
+        merge_acc_free(&rd->m);
+        return rc;
+    }
+    rd->m_ready = true;
+    return EMBER_OK;
 }
 
 int em_reader_merge_add(em_reader *rd, const ember_selector *sel)
 {
     query q;
-    int rc;
+    int rc = reader_merge_ready(rd);
 
-    if (!rd->m_ready) {
-        rc = merge_acc_init(&rd->m, rd->r->db, rd->r->next[EM_T_STACK]);
-        if (rc != EMBER_OK) {
-            merge_acc_free(&rd->m);
-            return rc;
-        }
-        rd->m_ready = true;
-    }
+    if (rc != EMBER_OK)
+        return rc;
     rc = reader_query(rd, sel, &q);
     if (rc != EMBER_OK)
         return rc;
@@ -1487,17 +1849,11 @@ int64_t em_reader_merge_whole(const em_reader *rd)
 
 int em_reader_merge_take(em_reader *rd, ember_merged **out)
 {
-    int rc;
+    int rc = reader_merge_ready(rd);   /* nothing added: an empty merge */
 
     *out = NULL;
-    if (!rd->m_ready) {             /* nothing added: an empty merge */
-        rc = merge_acc_init(&rd->m, rd->r->db, rd->r->next[EM_T_STACK]);
-        if (rc != EMBER_OK) {
-            merge_acc_free(&rd->m);
-            return rc;
-        }
-        rd->m_ready = true;
-    }
+    if (rc != EMBER_OK)
+        return rc;
     return merge_finish(&rd->m, out);
 }
 
@@ -1521,84 +1877,97 @@ const int64_t *em_totals_durations(const ember_totals *t, size_t i)
     return t != NULL && i < t->ns ? t->durations + t->s[i].off : NULL;
 }
 
-/* String ID of the snapshot as a C string (records end with a NUL). */
-static int reader_str(em_reader *rd, uint32_t id, const char **out)
+/* Appends series LOCAL of source SRC, canonical id ID, to S as V. */
+static int reader_series_one(em_reader *rd, uint32_t src, uint32_t local,
+                             uint32_t id, em_series_set *s, size_t *cap,
+                             em_series_info *v)
 {
-    const uint8_t *str;
-    size_t len;
-    int rc = em_table_get(rd->r->txn, rd->r->db, EM_T_STRING, id, &str,
-                          &len);
+    ember_label l[EM_MAX_LABELS];
+    size_t n;
+    int rc = em_src_series(rd->r, src, local, &v->type, l, &n);
 
-    if (rc == EMBER_ENOTFOUND)
-        rc = EM_CORRUPT("a series names missing string %u", id);
-    *out = (const char *)str;
+    if (rc != EMBER_OK)
+        return rc;
+    if (s->nlabels + n > *cap) {
+        size_t need = s->nlabels + n;
+        ember_label *g = em_grow(s->labels, cap, need, sizeof *g);
+        if (g == NULL)
+            return em_err(EMBER_ENOMEM, "series: %zu labels", need);
+        s->labels = g;
+    }
+    v->id = id;
+    v->nlabels = n;
+    v->first = s->nlabels;
+    memcpy(s->labels + s->nlabels, l, n * sizeof *l);
+    s->nlabels += n;
+    return EMBER_OK;
+}
+
+/* The selected series of source SRC not met yet (SEEN, by canonical id),
+** appended to OUT. */
+static int reader_series_src(em_reader *rd, uint32_t src,
+                             const ember_selector *sel, roaring_bitmap_t *seen,
+                             em_series_set *out, size_t *vcap, size_t *lcap)
+{
+    roaring_bitmap_t *ids = NULL;
+    roaring_uint32_iterator_t it;
+    int rc = em_src_select(rd->r, src, sel, &ids);
+
+    if (rc == EMBER_OK)
+        rc = series_restrict(rd->r, src, sel, ids);
+    if (rc == EMBER_OK)
+        roaring_init_iterator(ids, &it);
+    for (; rc == EMBER_OK && it.has_value;
+         roaring_advance_uint32_iterator(&it)) {
+        uint32_t id;
+        if ((rc = em_src_canon_series(rd->r, src, it.current_value, &id)) !=
+            EMBER_OK || !roaring_bitmap_add_checked(seen, id))
+            continue;
+        if (out->n == *vcap) {
+            em_series_info *g = em_grow(out->v, vcap, out->n + 1, sizeof *g);
+            if (g == NULL) {
+                rc = em_err(EMBER_ENOMEM, "series: %zu", out->n + 1);
+                break;
+            }
+            out->v = g;
+        }
+        rc = reader_series_one(rd, src, it.current_value, id, out, lcap,
+                               &out->v[out->n]);
+        out->n += rc == EMBER_OK;
+    }
+    if (ids != NULL)
+        roaring_bitmap_free(ids);
     return rc;
 }
 
-/* Decodes series ID into V, its labels appended to S's label storage. */
-static int reader_series_one(em_reader *rd, uint32_t id, em_series_set *s,
-                             size_t *cap, em_series_info *v)
+static int info_cmp(const void *a, const void *b)
 {
-    em_series_rec rec;
-    const uint8_t *p;
-    size_t len;
-    int rc = em_table_get(rd->r->txn, rd->r->db, EM_T_SERIES, id, &p, &len);
-
-    if (rc == EMBER_OK)
-        rc = em_series_decode(p, len, &rec);
-    if (rc != EMBER_OK)
-        return em_err_prefix(rc, "series %u", id);
-    if (s->nlabels + rec.nlabels > *cap) {
-        size_t need = s->nlabels + rec.nlabels;
-        ember_label *l = em_grow(s->labels, cap, need, sizeof *l);
-        if (l == NULL)
-            return em_err(EMBER_ENOMEM, "series: %zu labels", need);
-        s->labels = l;
-    }
-    v->id = id;
-    v->nlabels = rec.nlabels;
-    v->first = s->nlabels;
-    rc = reader_str(rd, rec.type, &v->type);
-    for (uint32_t i = 0; i < rec.nlabels && rc == EMBER_OK; i++) {
-        ember_label *l = &s->labels[s->nlabels++];
-        rc = reader_str(rd, rec.names[i], &l->name);
-        if (rc == EMBER_OK)
-            rc = reader_str(rd, rec.values[i], &l->value);
-    }
-    return rc;
+    uint32_t x = ((const em_series_info *)a)->id;
+    uint32_t y = ((const em_series_info *)b)->id;
+    return (x > y) - (x < y);
 }
 
 int em_reader_series(em_reader *rd, const ember_selector *sel,
                      em_series_set *out)
 {
-    roaring_bitmap_t *ids = NULL;
-    roaring_uint32_iterator_t it;
-    query q = { .r = rd->r };
-    size_t cap = 0;
-    int rc;
+    roaring_bitmap_t *seen = roaring_bitmap_create();
+    size_t vcap = 0, lcap = 0;
+    int rc = seen == NULL ? em_err(EMBER_ENOMEM, "series") : EMBER_OK;
 
     memset(out, 0, sizeof *out);
-    rc = em_selector_check(sel);
     if (rc == EMBER_OK)
-        rc = em_select_series(rd->r, sel, &q.series);
+        rc = em_selector_check(sel);
+    for (uint32_t i = 0; i < rd->r->nsrc && rc == EMBER_OK; i++)
+        rc = reader_series_src(rd, i, sel, seen, out, &vcap, &lcap);
+    if (rc == EMBER_OK && out->v == NULL &&
+        (out->v = em_calloc(1, sizeof *out->v)) == NULL)
+        rc = em_err(EMBER_ENOMEM, "series");
     if (rc == EMBER_OK)
-        rc = series_restrict(sel, &q);
-    ids = q.series;
-    if (rc == EMBER_OK) {
-        out->n = (size_t)roaring_bitmap_get_cardinality(ids);
-        out->v = em_calloc(out->n + 1, sizeof *out->v);
-        if (out->v == NULL)
-            rc = em_err(EMBER_ENOMEM, "series: %zu", out->n);
-    }
-    if (rc == EMBER_OK)
-        roaring_init_iterator(ids, &it);
-    for (size_t i = 0; rc == EMBER_OK && it.has_value;
-         i++, roaring_advance_uint32_iterator(&it))
-        rc = reader_series_one(rd, it.current_value, out, &cap, &out->v[i]);
+        qsort(out->v, out->n, sizeof *out->v, info_cmp);
     for (size_t i = 0; rc == EMBER_OK && i < out->n; i++)
         out->v[i].labels = out->labels + out->v[i].first;
-    if (ids != NULL)
-        roaring_bitmap_free(ids);
+    if (seen != NULL)
+        roaring_bitmap_free(seen);
     if (rc != EMBER_OK)
         em_series_set_free(out);
     return rc;

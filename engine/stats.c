@@ -15,8 +15,12 @@ static int table_stats(em_rtxn *r, ember_stats *out)
 
     out->ntables = 0;
     for (int d = 0; d < EM_D_COUNT && d < EMBER_STATS_MAX_TABLES; d++) {
-        ember_table_stats *t = &out->tables[out->ntables++];
-        int mrc = mdb_stat(r->txn, r->db->dbi[d], &st);
+        ember_table_stats *t;
+        int mrc;
+        if (d == EM_D_BLOCK && r->db->no_catalog)
+            continue;
+        t = &out->tables[out->ntables++];
+        mrc = mdb_stat(r->txn, r->db->dbi[d], &st);
         if (mrc != MDB_SUCCESS)
             return em_lmdb(mrc, em_dbi_names[d]);
         snprintf(t->name, sizeof t->name, "%s", em_dbi_names[d]);
@@ -76,16 +80,31 @@ static void cache_stats(ember_db *db, ember_stats *out)
     out->cache_entries = ci.entries;
 }
 
+static int block_stats(void *ctx, const em_catalog_rec *rec)
+{
+    ember_stats *out = ctx;
+
+    out->blocks++;
+    out->block_bytes += rec->file_size;
+    out->block_series += rec->nseries;
+    out->block_profiles += rec->nprofiles;
+    out->block_samples += rec->nsamples;
+    out->block_stacks += rec->nnodes;
+    return EMBER_OK;
+}
+
 /* Fills the whole current struct; the caller gets the part its sz covers. */
 static int stats_fill(ember_db *db, ember_stats *out)
 {
     em_counters c;
     em_rtxn r;
-    int rc = em_rtxn_begin(db, &r);
+    int rc = em_rtxn_begin_head(db, &r);
 
     if (rc != EMBER_OK)
         return rc;
     rc = em_counters_load(r.txn, db, &c);
+    if (rc == EMBER_OK)
+        rc = em_catalog_walk(r.txn, db, block_stats, out);
     if (rc == EMBER_OK)
         rc = table_stats(&r, out);
     if (rc == EMBER_OK)
@@ -99,8 +118,8 @@ static int stats_fill(ember_db *db, ember_stats *out)
     out->functions = c.next[EM_T_FUNCTION];
     out->mappings = c.next[EM_T_MAPPING];
     out->strings = c.next[EM_T_STRING];
-    out->profiles = c.profiles;
-    out->samples = c.samples;
+    out->profiles = c.profiles + out->block_profiles;
+    out->samples = c.samples + out->block_samples;
     out->chunk_bytes = c.chunk_bytes;
     out->chunks -= out->head_chunks;
     out->format_version = EM_FORMAT_VERSION;

@@ -46,7 +46,7 @@ enum { EM_T_STRING, EM_T_MAPPING, EM_T_FUNCTION, EM_T_LOCATION, EM_T_STACK,
 /* Sub-database handles: the forward table of T is dbi[T], its reverse
 ** (hash) index dbi[EM_T_COUNT + T]; then the others. */
 enum { EM_D_META = 2 * EM_T_COUNT, EM_D_POST, EM_D_FPOST, EM_D_CHUNK,
-       EM_D_HEAD, EM_D_COUNT };
+       EM_D_HEAD, EM_D_BLOCK, EM_D_COUNT };
 
 extern const char *const em_dbi_names[EM_D_COUNT];
 extern const char *const em_table_names[EM_T_COUNT];
@@ -95,7 +95,12 @@ typedef struct em_kept {
     uint32_t stack, at, n;
 } em_kept;
 
-/* The decoded-chunk cache (engine/ccache.c). */
+/* The decoded-chunk cache (engine/ccache.c). Its keys name a stored chunk
+** for as long as it exists: 8 bytes of source (0: the head; else a block
+** id, big-endian) and 16 of place (the head's chunk key; a block's file
+** offset, big-endian, and 8 zero bytes). Neither ever names another
+** chunk: chunk sequence numbers and block ids are never reused. */
+#define EM_CCACHE_KEY_LEN 24
 typedef struct em_ccache em_ccache;
 typedef struct em_cent em_cent;     /* one cached chunk, held by a reader */
 
@@ -157,6 +162,8 @@ typedef struct em_kslot {
                                     ** slot */
     uint64_t id;
     uint64_t used;                  /* tick of the last use, for LRU */
+    uint64_t owner;                 /* its source: 0 the head, else a
+                                    ** block's id */
 } em_kslot;
 
 typedef struct em_kcache {
@@ -191,12 +198,54 @@ typedef struct em_mpool {
 void em_mpool_init(em_mpool *p);
 void em_mpool_free(em_mpool *p);
 
+/* ---- sources: what one snapshot reads (engine/source.c) ------------------ */
+
+/* A snapshot reads the head (the LMDB tables) and the blocks the catalog
+** names. Each source numbers its strings, stacks, series, ... from 0; the
+** snapshot gives each source a range of every table's virtual ids, the
+** head first (base 0, so that with no block a virtual id is a head id):
+** virtual id = base + local id. The same content may live in several
+** sources under several ids; a merge maps them onto one (engine/canon.c). */
+enum { EM_SRC_HEAD = 0, EM_SRC_BLOCK = 1 };
+
+typedef struct em_bhold em_bhold;   /* a block the handle holds open */
+typedef struct em_block em_block;   /* engine/block.h */
+
+typedef struct em_src {
+    int kind;                       /* EM_SRC_* */
+    em_bhold *hold;                 /* BLOCK: the handle's open block */
+    em_block *blk;
+    uint64_t id;                    /* BLOCK: its catalog id */
+    uint32_t n[EM_T_COUNT];         /* local table sizes (STACK: nodes) */
+    uint32_t base[EM_T_COUNT];      /* virtual id = base + local id */
+    int64_t min_time, max_time;     /* head: INT64_MIN, INT64_MAX */
+    int64_t resolution_ms;          /* 0: profiles as stored */
+    uint32_t *scanon;               /* [n[SERIES]]: local series -> its
+                                    ** canonical virtual id, UINT32_MAX
+                                    ** until asked; made on first use */
+} em_src;
+
+/* Canonical series: labels (a hash, confirmed by comparing) -> the virtual
+** id under which a snapshot first met them. */
+typedef EM_HTAB_TYPE(struct em_canon_slot) em_canon_tab;
+
+/* A 128-bit content hash (engine/canon.c). */
+typedef struct em_h128 {
+    uint64_t a, b;
+} em_h128;
+
+/* Canonical stacks of a snapshot (engine/canon.c). */
+typedef struct em_canon em_canon;
+typedef EM_HTAB_TYPE(struct canon_ent) em_ctab;
+
 struct ember_db {
     MDB_env *env;
     MDB_dbi dbi[EM_D_COUNT];
     char *dir;
     ember_open_opts opts;           /* with defaults filled in */
     bool rdonly;
+    bool no_catalog;                /* read-only, of a database written
+                                    ** before blocks: it has none */
     bool nolock;                    /* read-only without lock.mdb (the
                                     ** user may not write it) */
     pthread_rwlock_t resize_lock;   /* every txn holds it shared; growing
@@ -208,6 +257,7 @@ struct ember_db {
     bool leader;                    /* a thread is committing a group */
     em_codec *wcodec;               /* the writer's codec (under wlock) */
     em_icache icache;               /* the writer's intern cache (wlock) */
+    uint64_t icache_gen;            /* the head_gen its ids belong to */
     pthread_t syncer;               /* EMBER_SYNC_INTERVAL thread */
     bool syncer_running, stopping;
     pthread_mutex_t smu;
@@ -215,11 +265,18 @@ struct ember_db {
     em_ccache *ccache;              /* decoded chunks; NULL: off */
     em_kcache kcache;               /* focus and ignore stack sets */
     em_mpool mpool;                 /* idle merge buffers */
+    pthread_mutex_t bmu;            /* the blocks held open: */
+    em_bhold *bopen;                /* a list, by catalog id */
 };
 
 /* Counters a write transaction keeps in memory and stores in meta. */
 typedef struct em_counters {
     uint32_t next[EM_T_COUNT];      /* next id per table */
+    /* What the public intern and append calls add to the head's own ids:
+    ** raised past every id handed out whenever compaction renumbers the
+    ** head (engine/head_gc.c), so that an id from before is refused, never
+    ** taken for another record (meta id_base_<table>). */
+    uint32_t base[EM_T_COUNT];
     uint64_t profiles, samples;     /* stored so far */
     uint64_t chunk_bytes;           /* payload bytes of every chunk */
     uint64_t max_span;              /* widest chunk, max - min time */
@@ -250,6 +307,13 @@ typedef struct em_rtxn {
     uint64_t max_span;
     em_codec *codec;
     uint64_t epoch;                 /* in the chunk cache (em_ccache_epoch) */
+    em_src *src;                    /* [nsrc]: the head, then blocks */
+    uint32_t nsrc;
+    uint32_t vnext[EM_T_COUNT];     /* virtual table sizes, all sources */
+    em_canon_tab scanon;            /* canonical series (engine/source.c) */
+    em_canon *canon;                /* canonical stacks, made on first use */
+    uint64_t head_gen;              /* meta head_gen: bumped whenever the
+                                    ** head is renumbered (engine/head_gc.c) */
 } em_rtxn;
 
 /* ---- db.c ---------------------------------------------------------------- */
@@ -257,6 +321,9 @@ typedef struct em_rtxn {
 /* Translates an LMDB code into an Ember code with "WHAT: lmdb message". */
 int em_lmdb(int mrc, const char *what);
 int em_rtxn_begin(ember_db *db, em_rtxn *r);
+/* The same with the head as the only source: for verify and stats, which
+** look at each block on its own (a damaged block fails em_rtxn_begin). */
+int em_rtxn_begin_head(ember_db *db, em_rtxn *r);
 void em_rtxn_end(em_rtxn *r);
 /* Begins the LMDB write txn of W (growing the map first when it is nearly
 ** full) and loads the counters. The caller holds db->wlock. */
@@ -289,6 +356,39 @@ int em_envfile_lock_prepare(const char *dir, unsigned maxreaders);
 ** may not read or write, and what a writer needs. Returns EMBER_EIO. */
 int em_envfile_denied(const char *dir, bool rdonly);
 
+/* ---- public ids: the head's own plus its base ----------------------------- */
+
+/* True when public id ID of TABLE names a head record. */
+static inline bool em_public_ok(const em_counters *c, int table, uint32_t id)
+{
+    if (id == 0 && (table == EM_T_STRING || table == EM_T_MAPPING))
+        return true;                /* "" and the unknown mapping: always 0 */
+    return id >= c->base[table] && id - c->base[table] < c->next[table];
+}
+
+/* The head's own id of public id ID (em_public_ok). */
+static inline uint32_t em_public_own(const em_counters *c, int table,
+                                     uint32_t id)
+{
+    if (id == 0 && (table == EM_T_STRING || table == EM_T_MAPPING))
+        return 0;
+    return id - c->base[table];
+}
+
+/* The error for public id ID of TABLE that names nothing, from WHAT. */
+int em_public_bad(const em_counters *c, int table, const char *what,
+                  uint32_t id);
+
+/* *ID (the head's own) made public when RC is EMBER_OK; returns RC. */
+static inline int em_public_id(const em_counters *c, int table, int rc,
+                               uint32_t *id)
+{
+    if (rc == EMBER_OK &&
+        !(*id == 0 && (table == EM_T_STRING || table == EM_T_MAPPING)))
+        *id += c->base[table];
+    return rc;
+}
+
 /* ---- table.c: interned tables ------------------------------------------- */
 
 int em_counters_load(MDB_txn *txn, ember_db *db, em_counters *c);
@@ -320,6 +420,14 @@ int em_series_check(const ember_label *labels, size_t n);
 ** checks it once, not once per step. */
 int em_series_intern(em_wtxn *w, const char *type, const ember_label *labels,
                      size_t n, uint32_t *id);
+/* Mappings, functions (string ids S: name, system name, file) and
+** locations (ids checked by the caller): their records interned. */
+int em_mapping_intern(em_wtxn *w, uint64_t start, uint64_t limit,
+                      uint64_t offset, uint32_t file, uint32_t build,
+                      uint32_t *id);
+int em_function_intern(em_wtxn *w, const uint32_t s[3], int64_t start_line,
+                       uint32_t *id);
+int em_location_intern(em_wtxn *w, const ember_location *l, uint32_t *id);
 /* Stacks: validated and interned; new ones stage function postings. */
 int em_stack_intern(em_wtxn *w, const uint32_t *locs, size_t n,
                     uint32_t *id);
@@ -382,6 +490,18 @@ int em_focus_stacks(em_rtxn *r, const char *regex, roaring_bitmap_t **out);
 ** table sizes, since a regex runs over every function name. */
 int em_keep_get(em_rtxn *r, const char *focus, const char *ignore,
                 uint64_t **bits, uint64_t *id);
+/* The keep cache behind em_keep_get, for any source: the set for FOCUS
+** and IGNORE over the NSTACKS stacks of source OWNER (0: the head, else a
+** block id) with NFUNCTIONS functions, made by BUILD(CTX, ...) when not
+** cached. */
+typedef int (*em_keep_build_fn)(void *ctx, const char *focus,
+                                const char *ignore, uint64_t **bits);
+int em_keep_cached(ember_db *db, uint64_t owner, uint32_t nfunctions,
+                   uint32_t nstacks, const char *focus, const char *ignore,
+                   em_keep_build_fn build, void *ctx, uint64_t **bits,
+                   uint64_t *id);
+/* Checks a matcher's name and operator (EINVAL naming it). */
+int em_matcher_check(const ember_matcher *m);
 
 /* ---- meta.c ---------------------------------------------------------------- */
 
@@ -412,5 +532,98 @@ typedef struct em_head {
 } em_head;
 
 int em_seal_series(em_wtxn *w, uint32_t series, const em_head *h);
+/* Stores the chunk encoded in W's chunk scratch as a chunk of SERIES,
+** under its earliest time and a new sequence number. */
+int em_chunk_store(em_wtxn *w, uint32_t series);
+
+/* ---- source.c: the snapshot's sources ------------------------------------ */
+
+/* Gives R (whose LMDB txn has begun) its sources: the head, then (BLOCKS)
+** every block of the catalog, opened through the handle (kept open across
+** snapshots); sets the bases and R->vnext. */
+int em_sources_open(em_rtxn *r, bool blocks);
+void em_sources_close(em_rtxn *r);
+/* Closes every block the handle holds (at ember_close). */
+void em_blocks_release(ember_db *db);
+/* The source *SRC and local id *LOCAL of virtual id VID of TABLE;
+** EMBER_ENOTFOUND past every source. */
+int em_src_find(const em_rtxn *r, int table, uint32_t vid, uint32_t *src,
+                uint32_t *local);
+/* True when source S may hold profiles in [FROM, TO]. */
+bool em_src_overlaps(const em_src *s, int64_t from, int64_t to);
+/* The local series of source SRC that SEL's type and matchers select
+** (its range and series ids play no part), as a new bitmap. */
+int em_src_select(em_rtxn *r, uint32_t src, const ember_selector *sel,
+                  roaring_bitmap_t **out);
+/* Series LOCAL of source SRC: its type and labels (sorted by name; up to
+** EM_MAX_LABELS into LABELS, *N of them), strings living as long as R. */
+int em_src_series(em_rtxn *r, uint32_t src, uint32_t local,
+                  const char **type, ember_label *labels, size_t *n);
+/* The canonical virtual id of series LOCAL of source SRC: the first
+** virtual id R met with the same type and labels. */
+int em_src_canon_series(em_rtxn *r, uint32_t src, uint32_t local,
+                        uint32_t *vid);
+/* The keep set of FOCUS and IGNORE over source SRC's local stacks (a new
+** bitset, NULL when both are NULL) and its id in the keep cache. */
+int em_src_keep(em_rtxn *r, uint32_t src, const char *focus,
+                const char *ignore, uint64_t **bits, uint64_t *id);
+/* String, mapping, function, location, stack of block source S by local
+** id, with every id they name made virtual. ARENA allocates memory that
+** lives as long as the caller's snapshot (lines, stacks). */
+typedef void *(*em_arena_fn)(void *ctx, size_t n);
+int em_bsrc_string(em_src *s, uint32_t id, const char **str, size_t *len);
+int em_bsrc_mapping(em_src *s, uint32_t id, ember_mapping *out);
+int em_bsrc_function(em_src *s, uint32_t id, ember_function *out);
+int em_bsrc_location(em_src *s, uint32_t id, em_arena_fn arena, void *ctx,
+                     ember_location *out);
+int em_bsrc_stack(em_src *s, uint32_t id, em_arena_fn arena, void *ctx,
+                  const uint32_t **locs, size_t *n);
+
+/* The content hash of every node of block source S, made once per open
+** block and kept with it (engine/canon.c's em_block_hashes_make). */
+int em_src_node_hashes(em_src *s, const em_h128 **out);
+
+/* ---- canon.c: one stack, one id, across sources ---------------------------- */
+
+struct em_block_syms;
+struct em_block_info;
+/* The content hashes of every node of a block's tree, as a new *OUT. */
+int em_block_hashes_make(const struct em_block_syms *y,
+                         const struct em_block_info *in, em_h128 **out);
+/* Maps the N stacks IDS (virtual ids of R, ascending, with values VALS)
+** onto their canonical ids, summing those that meet, sorted again; *N
+** becomes the count left. */
+int em_canon_merged(em_rtxn *r, uint32_t *ids, int64_t *vals, size_t *n);
+void em_canon_free(em_canon *c);
+
+/* ---- catalog.c: the blocks a database holds ------------------------------ */
+
+/* One catalog record (docs/file-format.md: the block table). */
+typedef struct em_catalog_rec {
+    uint64_t id;
+    uint32_t level, footer_crc;
+    uint64_t file_size;
+    int64_t min_time, max_time, resolution_ms;
+    uint64_t nprofiles, nsamples;
+    uint32_t nseries, nnodes;
+} em_catalog_rec;
+
+/* Calls FN for every record of TXN's catalog, by ascending id. */
+int em_catalog_walk(MDB_txn *txn, ember_db *db,
+                    int (*fn)(void *ctx, const em_catalog_rec *rec),
+                    void *ctx);
+/* Adds every block of R's catalog to R's sources (CAP: their capacity). */
+int em_catalog_each(em_rtxn *r, size_t *cap);
+/* Adds the block REC names to R's sources, checking the file against it. */
+int em_sources_add_block(em_rtxn *r, size_t *cap, const em_catalog_rec *rec);
+/* Enters block B (what its footer says) in W's catalog, or removes ID. */
+struct em_block_info;
+int em_catalog_put(em_wtxn *w, const struct em_block_info *b);
+int em_catalog_del(em_wtxn *w, uint64_t id);
+/* DIR/blocks/ID.block, the file of block ID, into BUF (N bytes). */
+void em_block_path(const ember_db *db, uint64_t id, char *buf, size_t n);
+/* Whether NAME (in DIR/blocks) is a block's file: *ID, and *TMP for one
+** still being written (ID.block.tmp). */
+bool em_block_file_id(const char *name, uint64_t *id, bool *tmp);
 
 #endif /* EM_STORE_H */

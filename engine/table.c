@@ -12,6 +12,18 @@
 */
 #include "engine/store.h"
 
+int em_public_bad(const em_counters *c, int table, const char *what,
+                  uint32_t id)
+{
+    if (id < c->base[table])
+        return em_err(EMBER_EINVAL, "%s names %s %u, which a compaction "
+                      "dropped (ids interned since start at %u): intern "
+                      "it again", what, em_table_names[table], id,
+                      c->base[table]);
+    return em_err(EMBER_EINVAL, "%s names %s %u, which does not exist",
+                  what, em_table_names[table], id);
+}
+
 /* ---- generic tables -------------------------------------------------------- */
 
 /* The result of looking up ID in TABLE: MRC and the record D. */
@@ -406,6 +418,57 @@ int em_series_intern(em_wtxn *w, const char *type, const ember_label *labels,
         rc = em_table_intern(w, EM_T_SERIES, rec, len, id, &created);
     if (rc == EMBER_OK && created)
         rc = series_stage(w, type, l, k, *id);
+    return rc;
+}
+
+/* ---- mappings, functions, locations: their records ------------------------ */
+
+int em_mapping_intern(em_wtxn *w, uint64_t start, uint64_t limit,
+                      uint64_t offset, uint32_t file, uint32_t build,
+                      uint32_t *id)
+{
+    uint8_t rec[5 * EM_VARINT_MAX];
+    size_t n = 0;
+
+    n += em_varint_put(rec + n, start);
+    n += em_varint_put(rec + n, limit);
+    n += em_varint_put(rec + n, offset);
+    n += em_varint_put(rec + n, file);
+    n += em_varint_put(rec + n, build);
+    return em_table_intern(w, EM_T_MAPPING, rec, n, id, NULL);
+}
+
+int em_function_intern(em_wtxn *w, const uint32_t s[3], int64_t start_line,
+                       uint32_t *id)
+{
+    uint8_t rec[4 * EM_VARINT_MAX];
+    size_t n = 0;
+
+    for (int i = 0; i < 3; i++)
+        n += em_varint_put(rec + n, s[i]);
+    n += em_varint_put(rec + n, em_zigzag(start_line));
+    return em_table_intern(w, EM_T_FUNCTION, rec, n, id, NULL);
+}
+
+/* The record goes through W's scratch: a location has up to 1024 lines. */
+int em_location_intern(em_wtxn *w, const ember_location *l, uint32_t *id)
+{
+    em_buf *b = &w->rec;
+    int rc;
+
+    b->len = 0;
+    rc = em_buf_varint(b, l->mapping);
+    if (rc == EMBER_OK)
+        rc = em_buf_varint(b, l->address);
+    if (rc == EMBER_OK)
+        rc = em_buf_varint(b, l->nlines);
+    for (size_t i = 0; rc == EMBER_OK && i < l->nlines; i++) {
+        rc = em_buf_varint(b, l->lines[i].function);
+        if (rc == EMBER_OK)
+            rc = em_buf_varint(b, em_zigzag(l->lines[i].line));
+    }
+    if (rc == EMBER_OK)
+        rc = em_table_intern(w, EM_T_LOCATION, b->p, b->len, id, NULL);
     return rc;
 }
 

@@ -13,7 +13,7 @@
 */
 #include <stdio.h>
 
-#include "engine/store.h"
+#include "engine/compact.h"
 
 #define EM_VERIFY_MAX_REPORTS 1000
 
@@ -537,7 +537,9 @@ EMBER_API int ember_verify(ember_db *db, ember_problem_fn fn, void *ctx,
     memset(&v, 0, sizeof v);
     v.fn = fn;
     v.fctx = ctx;
-    rc = em_rtxn_begin(db, &v.r);
+    rc = em_rtxn_begin_head(db, &v.r);
+    if (rc == EMBER_OK)
+        rc = em_verify_blocks(&v.r, fn, ctx, &v.problems);
     for (int t = 0; t < EM_T_COUNT && rc == EMBER_OK; t++)
         rc = verify_table(&v, t);
     if (rc == EMBER_OK)

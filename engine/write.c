@@ -96,7 +96,7 @@ static int chunk_put(em_wtxn *w, uint32_t series, int64_t time,
 
 /* Stores the chunk encoded in w->chunk under its earliest time, widening
 ** the span readers look back over when it is the widest yet. */
-static int chunk_store(em_wtxn *w, uint32_t series)
+int em_chunk_store(em_wtxn *w, uint32_t series)
 {
     em_chunk_header hd;
     int rc = em_chunk_header_read(w->chunk.p, w->chunk.len, &hd);
@@ -265,7 +265,7 @@ static int seal_write(em_wtxn *w, uint32_t series, seal_set *s)
     rc = em_chunk_encode(w->db->wcodec, all, k, 0, w->db->opts.zstd_level,
                          &w->chunk);
     if (rc == EMBER_OK && k > 0)
-        rc = chunk_store(w, series);
+        rc = em_chunk_store(w, series);
     em_free(all);
     return rc;
 }
@@ -323,9 +323,9 @@ static int samples_canon(const em_wtxn *w, const ember_profile *p,
     memcpy(s, p->samples, p->nsamples * sizeof *s);
     qsort(s, p->nsamples, sizeof *s, sample_cmp);
     for (size_t i = 0; i < p->nsamples; i++) {
-        if (s[i].stack >= w->c.next[EM_T_STACK]) {
-            int rc = em_err(EMBER_EINVAL, "a sample names stack %u, which "
-                            "does not exist", s[i].stack);
+        if (!em_public_ok(&w->c, EM_T_STACK, s[i].stack)) {
+            int rc = em_public_bad(&w->c, EM_T_STACK, "a sample",
+                                   s[i].stack);
             em_free(s);
             return rc;
         }
@@ -382,7 +382,7 @@ static int head_append(em_wtxn *w, uint32_t series, const ember_profile *p,
              : em_err(EMBER_ENOMEM, "append: %u samples", n);
 
     for (uint32_t i = 0; rc == EMBER_OK && i < n; i++) {
-        stacks[i] = s[i].stack;
+        stacks[i] = s[i].stack - w->c.base[EM_T_STACK];     /* checked */
         values[i] = s[i].value;
     }
     w->chunk.len = 0;
@@ -429,7 +429,7 @@ static bool samples_canonical(const em_wtxn *w, const ember_profile *p)
 {
     for (size_t i = 0; i < p->nsamples; i++)
         if ((i > 0 && p->samples[i].stack <= p->samples[i - 1].stack) ||
-            p->samples[i].stack >= w->c.next[EM_T_STACK])
+            !em_public_ok(&w->c, EM_T_STACK, p->samples[i].stack))
             return false;
     return true;
 }
@@ -544,7 +544,7 @@ static int pend_chunk(em_wtxn *w, uint32_t series, const pend_prof *p,
         cp[i] = (em_chunk_profile){ p[i].time, p[i].duration, p[i].period,
                                     stacks + k, values + k, p[i].n };
         for (uint32_t j = 0; j < p[i].n; j++, k++) {
-            stacks[k] = p[i].s[j].stack;
+            stacks[k] = p[i].s[j].stack - w->c.base[EM_T_STACK];
             values[k] = p[i].s[j].value;
         }
     }
@@ -553,7 +553,7 @@ static int pend_chunk(em_wtxn *w, uint32_t series, const pend_prof *p,
         rc = em_chunk_encode(w->db->wcodec, cp, n, EM_CHUNK_HEAD,
                              EM_HEAD_LEVEL, &w->chunk);
     if (rc == EMBER_OK)
-        rc = chunk_store(w, series);
+        rc = em_chunk_store(w, series);
     em_free(cp);
     em_free(stacks);
     em_free(values);
@@ -845,7 +845,9 @@ EMBER_API int ember_intern_string(ember_txn *t, const char *s, size_t len,
         rc = em_err(EMBER_EINVAL, "ember_intern_string: NULL argument");
     if (rc != EMBER_OK)
         return rc;
-    return txn_result(t, em_intern_str(&t->w, s == NULL ? "" : s, len, id));
+    return txn_result(t, em_public_id(&t->w.c, EM_T_STRING,
+                                      em_intern_str(&t->w, s == NULL ? "" : s,
+                                                    len, id), id));
 }
 
 static const char *nz(const char *s)
@@ -857,8 +859,6 @@ EMBER_API int ember_intern_mapping(ember_txn *t, const ember_mapping *m,
                                    uint32_t *id)
 {
     uint32_t file, build;
-    uint8_t rec[5 * EM_VARINT_MAX];
-    size_t n = 0;
     int rc;
 
     em_err_clear();
@@ -872,13 +872,11 @@ EMBER_API int ember_intern_mapping(ember_txn *t, const ember_mapping *m,
                            &build);
     if (rc != EMBER_OK)
         return txn_result(t, rc);
-    n += em_varint_put(rec + n, m->start);
-    n += em_varint_put(rec + n, m->limit);
-    n += em_varint_put(rec + n, m->offset);
-    n += em_varint_put(rec + n, file);
-    n += em_varint_put(rec + n, build);
-    return txn_result(t, em_table_intern(&t->w, EM_T_MAPPING, rec, n, id,
-                                         NULL));
+    return txn_result(t, em_public_id(&t->w.c, EM_T_MAPPING,
+                                      em_mapping_intern(&t->w, m->start,
+                                                        m->limit, m->offset,
+                                                        file, build, id),
+                                      id));
 }
 
 /* F's strings, each with its NUL, then its start line: the icache key of
@@ -903,9 +901,7 @@ EMBER_API int ember_intern_function(ember_txn *t, const ember_function *f,
     const char *s[3];
     size_t len[3];
     uint32_t sid[3];
-    uint8_t rec[4 * EM_VARINT_MAX];
     uint64_t h;
-    size_t n = 0;
     int rc;
 
     em_err_clear();
@@ -925,36 +921,41 @@ EMBER_API int ember_intern_function(ember_txn *t, const ember_function *f,
     h = em_hash64(t->w.rec.p, t->w.rec.len, EM_IC_FUNCTION_TEXT);
     if (em_icache_get(ic, EM_IC_FUNCTION_TEXT, h, t->w.rec.p, t->w.rec.len,
                       id))
-        return EMBER_OK;
-    for (int i = 0; i < 3 && rc == EMBER_OK; i++) {
+        return em_public_id(&t->w.c, EM_T_FUNCTION, EMBER_OK, id);
+    for (int i = 0; i < 3 && rc == EMBER_OK; i++)
         rc = em_intern_str(&t->w, s[i], len[i], &sid[i]);
-        n += em_varint_put(rec + n, sid[i]);
-    }
-    n += em_varint_put(rec + n, em_zigzag(f->start_line));
     if (rc == EMBER_OK)
-        rc = em_table_intern(&t->w, EM_T_FUNCTION, rec, n, id, NULL);
-    /* the key is still in the scratch: interning strings leaves it be */
+        rc = em_function_intern(&t->w, sid, f->start_line, id);
+    /* the key is still in the scratch: interning leaves it be */
     if (rc == EMBER_OK)
         em_icache_put(ic, EM_IC_FUNCTION_TEXT, h, t->w.rec.p, t->w.rec.len,
                       *id);
-    return txn_result(t, rc);
+    return txn_result(t, em_public_id(&t->w.c, EM_T_FUNCTION, rc, id));
 }
 
-/* Remembers location ID's functions for em_stack_intern's postings. */
-static void location_cache_fns(em_wtxn *w, const ember_location *l,
-                               uint32_t id)
+/* Interns L (public ids, checked) as the head's own ids, and remembers
+** its functions for em_stack_intern's postings. */
+static int location_own(em_wtxn *w, const ember_location *l, uint32_t *id)
 {
+    ember_line lines[EM_MAX_LINES];
     uint32_t fns[EM_MAX_LINES];
+    ember_location own = { em_public_own(&w->c, EM_T_MAPPING, l->mapping),
+                           l->address, lines, l->nlines };
+    int rc;
 
-    for (size_t i = 0; i < l->nlines; i++)
-        fns[i] = l->lines[i].function;
-    em_icache_put_lfn(&w->db->icache, id, fns, l->nlines);
+    for (size_t i = 0; i < l->nlines; i++) {
+        fns[i] = em_public_own(&w->c, EM_T_FUNCTION, l->lines[i].function);
+        lines[i] = (ember_line){ fns[i], l->lines[i].line };
+    }
+    rc = em_location_intern(w, &own, id);
+    if (rc == EMBER_OK)
+        em_icache_put_lfn(&w->db->icache, *id, fns, l->nlines);
+    return rc;
 }
 
 EMBER_API int ember_intern_location(ember_txn *t, const ember_location *l,
                                     uint32_t *id)
 {
-    em_buf *b;
     int rc;
 
     em_err_clear();
@@ -965,31 +966,43 @@ EMBER_API int ember_intern_location(ember_txn *t, const ember_location *l,
     if (rc == EMBER_OK && l->nlines > EM_MAX_LINES)
         rc = em_err(EMBER_ELIMIT, "location with %zu lines (limit %d)",
                     l->nlines, EM_MAX_LINES);
-    if (rc == EMBER_OK && l->mapping >= t->w.c.next[EM_T_MAPPING])
-        rc = em_err(EMBER_EINVAL, "location: no mapping %u", l->mapping);
+    if (rc == EMBER_OK && !em_public_ok(&t->w.c, EM_T_MAPPING, l->mapping))
+        rc = em_public_bad(&t->w.c, EM_T_MAPPING, "location", l->mapping);
     for (size_t i = 0; rc == EMBER_OK && i < l->nlines; i++)
-        if (l->lines[i].function >= t->w.c.next[EM_T_FUNCTION])
-            rc = em_err(EMBER_EINVAL, "location line %zu: no function %u", i,
-                        l->lines[i].function);
+        if (!em_public_ok(&t->w.c, EM_T_FUNCTION, l->lines[i].function))
+            rc = em_public_bad(&t->w.c, EM_T_FUNCTION, "location line",
+                               l->lines[i].function);
     if (rc != EMBER_OK)
         return rc;
-    b = &t->w.rec;
-    b->len = 0;
-    rc = em_buf_varint(b, l->mapping);
-    if (rc == EMBER_OK)
-        rc = em_buf_varint(b, l->address);
-    if (rc == EMBER_OK)
-        rc = em_buf_varint(b, l->nlines);
-    for (size_t i = 0; rc == EMBER_OK && i < l->nlines; i++) {
-        rc = em_buf_varint(b, l->lines[i].function);
-        if (rc == EMBER_OK)
-            rc = em_buf_varint(b, em_zigzag(l->lines[i].line));
+    return txn_result(t, em_public_id(&t->w.c, EM_T_LOCATION,
+                                      location_own(&t->w, l, id), id));
+}
+
+/* Interns the stack of public location ids LOCS; *ID public. */
+static int stack_own(em_wtxn *w, const uint32_t *locs, size_t n,
+                     uint32_t *id)
+{
+    uint32_t base = w->c.base[EM_T_LOCATION], *own;
+    int rc = EMBER_OK;
+
+    if (base == 0)              /* never compacted: public ids are own */
+        return em_public_id(&w->c, EM_T_STACK,
+                            em_stack_intern(w, locs, n, id), id);
+    if (n > EM_MAX_STACK_DEPTH)
+        return em_err(EMBER_ELIMIT, "stack of depth %zu (limit %d)", n,
+                      EM_MAX_STACK_DEPTH);
+    if ((own = em_malloc(n * sizeof *own + 1)) == NULL)
+        return em_err(EMBER_ENOMEM, "stack of %zu", n);
+    for (size_t i = 0; i < n && rc == EMBER_OK; i++) {
+        if (!em_public_ok(&w->c, EM_T_LOCATION, locs[i]))
+            rc = em_public_bad(&w->c, EM_T_LOCATION, "stack frame", locs[i]);
+        own[i] = em_public_own(&w->c, EM_T_LOCATION, locs[i]);
     }
     if (rc == EMBER_OK)
-        rc = em_table_intern(&t->w, EM_T_LOCATION, b->p, b->len, id, NULL);
-    if (rc == EMBER_OK)
-        location_cache_fns(&t->w, l, *id);
-    return txn_result(t, rc);
+        rc = em_public_id(&w->c, EM_T_STACK, em_stack_intern(w, own, n, id),
+                          id);
+    em_free(own);
+    return rc;
 }
 
 EMBER_API int ember_intern_stack(ember_txn *t, const uint32_t *locs,
@@ -1003,7 +1016,7 @@ EMBER_API int ember_intern_stack(ember_txn *t, const uint32_t *locs,
         rc = em_err(EMBER_EINVAL, "ember_intern_stack: NULL argument");
     if (rc != EMBER_OK)
         return rc;
-    return txn_result(t, em_stack_intern(&t->w, locs, n, id));
+    return txn_result(t, stack_own(&t->w, locs, n, id));
 }
 
 /* Everything of P that an append could refuse as EINVAL or ELIMIT, checked
@@ -1015,9 +1028,9 @@ static int append_check(const em_wtxn *w, const ember_profile *p)
     if (rc == EMBER_OK)
         rc = em_series_check(p->labels, p->nlabels);
     for (size_t i = 0; rc == EMBER_OK && i < p->nsamples; i++)
-        if (p->samples[i].stack >= w->c.next[EM_T_STACK])
-            rc = em_err(EMBER_EINVAL, "a sample names stack %u, which does "
-                        "not exist", p->samples[i].stack);
+        if (!em_public_ok(&w->c, EM_T_STACK, p->samples[i].stack))
+            rc = em_public_bad(&w->c, EM_T_STACK, "a sample",
+                               p->samples[i].stack);
     return rc;
 }
 

@@ -610,6 +610,11 @@ typedef struct ember_stats {
                                 ** which this user may not write: a writer
                                 ** working meanwhile may change what this
                                 ** handle reads (docs/getting-started.md) */
+    /* Blocks (ember_compact): how many, their bytes on disk, and what they
+    ** hold; profiles and samples above count the head's and the blocks'.
+    ** A series stored in several blocks counts once per block. */
+    uint64_t blocks, block_bytes;
+    uint64_t block_series, block_profiles, block_samples, block_stacks;
 } ember_stats;
 
 EMBER_API int ember_stats_get(ember_db *db, ember_stats *out);
@@ -623,6 +628,53 @@ typedef void (*ember_problem_fn)(void *ctx, const char *problem);
 ** finish. *nproblems (may be NULL) gets the count. */
 EMBER_API int ember_verify(ember_db *db, ember_problem_fn fn, void *ctx,
                            uint64_t *nproblems);
+
+/* ------------------------------------------------------------------------ */
+/* Compaction (docs/operations.md)                                           */
+
+/* Progress of a compaction step: DONE of TOTAL units of WHAT. */
+typedef void (*ember_progress_fn)(void *ctx, const char *what, uint64_t done,
+                                  uint64_t total);
+
+typedef struct ember_compact_opts {
+    size_t sz;                  /* sizeof(ember_compact_opts) */
+    int64_t now_ms;             /* 0: the clock */
+    int64_t head_ms;            /* the newest data kept in the head; -1:
+                                ** the default (1 hour); 0: none */
+    int64_t block_ms;           /* span of a block cut from the head; 0:
+                                ** the default (2 hours) */
+    int dry_run;                /* 1: say what would be done, do nothing */
+    ember_progress_fn progress; /* NULL: none */
+    void *ctx;
+} ember_compact_opts;
+
+/* What one step did, in bytes of the database directory. */
+typedef struct ember_compact_step {
+    char name[16];              /* "seal", "cut", "gc", "punch" */
+    uint64_t bytes_before, bytes_after;
+    uint64_t items;             /* what it worked on: heads sealed, blocks
+                                ** written, records dropped, pages freed */
+    int64_t elapsed_ms;
+} ember_compact_step;
+
+#define EMBER_COMPACT_MAX_STEPS 8
+
+typedef struct ember_compact_report {
+    size_t sz;                  /* sizeof(ember_compact_report) */
+    uint64_t bytes_before, bytes_after;     /* of the directory, on disk */
+    uint64_t blocks_written, profiles_moved;
+    unsigned nsteps;
+    ember_compact_step steps[EMBER_COMPACT_MAX_STEPS];
+} ember_compact_report;
+
+/* The nightly job: seals the head, moves its data older than head_ms into
+** immutable blocks, rebuilds the head without what nothing names, and
+** gives the freed pages back to the file system. Safe while other threads
+** and processes import and query: they see the database before or after,
+** never between. One compaction at a time per database (EMBER_EBUSY).
+** OPTS NULL: defaults. OUT (may be NULL) says what was done. */
+EMBER_API int ember_compact(ember_db *db, const ember_compact_opts *opts,
+                            ember_compact_report *out);
 
 /* ------------------------------------------------------------------------ */
 /* The client: the same calls against `ember serve` (docs/api.md, "Embedding:

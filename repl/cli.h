@@ -43,6 +43,7 @@ int em_cmd_agent(int argc, char **argv);
 int em_cmd_repl(int argc, char **argv);
 int em_cmd_stats(int argc, char **argv);
 int em_cmd_verify(int argc, char **argv);
+int em_cmd_compact(int argc, char **argv);
 int em_cmd_serve(int argc, char **argv);
 
 /* Prints "ember CMD: message" (printf-style) to stderr; returns STATUS. */

@@ -31,6 +31,19 @@ static void stats_print(const ember_stats *s)
     printf("file bytes        %llu (%.2f per sample)\n",
            (unsigned long long)s->file_bytes, per(s->file_bytes, s->samples));
     printf("used bytes        %llu\n", (unsigned long long)s->used_bytes);
+    if (s->blocks > 0) {
+        printf("blocks            %llu: %llu bytes, %llu series, %llu "
+               "profiles, %llu samples, %llu stack nodes\n",
+               (unsigned long long)s->blocks,
+               (unsigned long long)s->block_bytes,
+               (unsigned long long)s->block_series,
+               (unsigned long long)s->block_profiles,
+               (unsigned long long)s->block_samples,
+               (unsigned long long)s->block_stacks);
+        printf("disk bytes        %llu (%.2f per sample)\n",
+               (unsigned long long)(s->file_bytes + s->block_bytes),
+               per(s->file_bytes + s->block_bytes, s->samples));
+    }
     if (s->lockless)
         printf("lock              none: read-only, lock.mdb is not "
                "writable by this user\n");

@@ -168,6 +168,17 @@ const em_cmd em_commands[] = {
       "(unix:PATH or http://HOST:PORT, --token-file F) a server's.\n",
       em_cmd_stats,
       true },
+    { "compact", "-d DIR [--head D] [--block D] [--dry-run]",
+      "move old data into blocks and give space back (the nightly job)",
+      "Seals the open heads, moves the profiles older than --head (default\n"
+      "1h, 0: all) into immutable, compressed blocks of --block each\n"
+      "(default 2h), rebuilds the head without the stacks, functions and\n"
+      "strings nothing names any more, and punches the freed pages out of\n"
+      "the data file. Imports, queries and servers may run meanwhile: they\n"
+      "see the database before or after, never between. Prints what each\n"
+      "step did; exit 1 with a message naming what failed. --dry-run says\n"
+      "how many blocks it would write. docs/operations.md is the guide.\n",
+      em_cmd_compact, false },
     { "verify", "-d DIR", "check every table and chunk; exit 1 on damage",
       "Walks every chunk (checksums, decoding, stack references) and every\n"
       "table (records, references, hash indexes, postings) and prints each\n"

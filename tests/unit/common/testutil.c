@@ -48,27 +48,35 @@ ember_db *tu_open(const char *dir, int small)
     return db;
 }
 
-uint32_t tu_stack(ember_db *db, const char *const *names, size_t n)
+int tu_txn_stack(ember_txn *t, const char *const *names, size_t n,
+                 uint32_t *id)
 {
-    ember_txn *t;
-    uint32_t locs[64], id;
+    uint32_t locs[64];
+    int rc = n <= 64 ? EMBER_OK : EMBER_EINVAL;
 
-    assert_true(n <= 64);
-    assert_int_equal(ember_txn_begin(db, &t), EMBER_OK);
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n && rc == EMBER_OK; i++) {
         ember_function f = { .name = names[i], .file = "x.c" };
         ember_line line = { 0, (int64_t)i + 1 };
         ember_location l = { 0, 0x1000 + i, &line, 1 };
-        assert_int_equal(ember_intern_function(t, &f, &line.function),
-                         EMBER_OK);
-        assert_int_equal(ember_intern_location(t, &l, &locs[i]), EMBER_OK);
+        rc = ember_intern_function(t, &f, &line.function);
+        if (rc == EMBER_OK)
+            rc = ember_intern_location(t, &l, &locs[i]);
     }
-    assert_int_equal(ember_intern_stack(t, locs, n, &id), EMBER_OK);
+    return rc == EMBER_OK ? ember_intern_stack(t, locs, n, id) : rc;
+}
+
+uint32_t tu_stack(ember_db *db, const char *const *names, size_t n)
+{
+    ember_txn *t;
+    uint32_t id = 0;
+
+    assert_int_equal(ember_txn_begin(db, &t), EMBER_OK);
+    assert_int_equal(tu_txn_stack(t, names, n, &id), EMBER_OK);
     assert_int_equal(ember_txn_commit(t), EMBER_OK);
     return id;
 }
 
-uint32_t tu_synthetic_stack(ember_db *db, uint32_t k)
+int tu_txn_synthetic_stack(ember_txn *t, uint32_t k, uint32_t *id)
 {
     char buf[16][32];
     const char *names[16];
@@ -80,7 +88,18 @@ uint32_t tu_synthetic_stack(ember_db *db, uint32_t k)
         names[i] = buf[i];
     }
     snprintf(buf[0], sizeof buf[0], "leaf_%u", k);
-    return tu_stack(db, names, depth);
+    return tu_txn_stack(t, names, depth, id);
+}
+
+uint32_t tu_synthetic_stack(ember_db *db, uint32_t k)
+{
+    ember_txn *t;
+    uint32_t id = 0;
+
+    assert_int_equal(ember_txn_begin(db, &t), EMBER_OK);
+    assert_int_equal(tu_txn_synthetic_stack(t, k, &id), EMBER_OK);
+    assert_int_equal(ember_txn_commit(t), EMBER_OK);
+    return id;
 }
 
 ember_profile tu_profile(const char *type, const ember_label *labels,

@@ -23,6 +23,12 @@ ember_db *tu_open(const char *dir, int small);
 /* Interns a stack of N frames named by NAMES (leaf first); returns its id. */
 uint32_t tu_stack(ember_db *db, const char *const *names, size_t n);
 
+/* The same inside transaction T (EMBER_OK, or the failing call's code):
+** ids a compaction may renumber are safe only inside one transaction. */
+int tu_txn_stack(ember_txn *t, const char *const *names, size_t n,
+                 uint32_t *id);
+int tu_txn_synthetic_stack(ember_txn *t, uint32_t k, uint32_t *id);
+
 /* A stack named "f<a>;f<b>;..." style: interns stack number K of a family
 ** of synthetic stacks (depth 3..10) and returns its id. */
 uint32_t tu_synthetic_stack(ember_db *db, uint32_t k);

@@ -1,0 +1,124 @@
+/*
+** repl/cmd_compact.c: `ember compact`, the nightly job, over ember_compact:
+** its options, a progress line on a terminal, and what each step did.
+*/
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "query/query.h"
+#include "repl/cli.h"
+
+typedef struct compact_args {
+    const char *dir;
+    ember_compact_opts o;
+} compact_args;
+
+static int duration_opt(const char *opt, const char *arg, int64_t *out)
+{
+    *out = 0;
+    if (strcmp(arg, "0") == 0)
+        return 0;
+    if (em_duration_parse(arg, out) != EMBER_OK || *out <= 0)
+        return em_cli_fail(2, "compact", "%s %s: expected a duration such "
+                           "as 1h or 2d, or 0", opt, arg);
+    return 0;
+}
+
+static int compact_option(compact_args *a, int c, const char *arg)
+{
+    switch (c) {
+    case 'd': a->dir = arg; return 0;
+    case 'H': return duration_opt("--head", arg, &a->o.head_ms);
+    case 'B':
+        if (duration_opt("--block", arg, &a->o.block_ms) != 0)
+            return 2;
+        return a->o.block_ms > 0 ? 0
+               : em_cli_fail(2, "compact", "--block 0: a block spans time");
+    case 'n': a->o.dry_run = 1; return 0;
+    default: return em_cli_bad_option("compact", c);
+    }
+}
+
+static int compact_argv(compact_args *a, int argc, char **argv)
+{
+    static const struct option longs[] = {
+        { "dir", required_argument, NULL, 'd' },
+        { "head", required_argument, NULL, 'H' },
+        { "block", required_argument, NULL, 'B' },
+        { "dry-run", no_argument, NULL, 'n' },
+        { NULL, 0, NULL, 0 },
+    };
+    int c, st;
+
+    memset(a, 0, sizeof *a);
+    a->o.sz = sizeof a->o;
+    a->o.head_ms = -1;
+    while ((c = getopt_long(argc, argv, ":d:", longs, NULL)) != -1)
+        if ((st = compact_option(a, c, optarg)) != 0)
+            return st;
+    return em_cli_args("compact", a->dir, argc, argv, 0, 0);
+}
+
+/* On a terminal: one line, rewritten as the step goes. */
+static void show_progress(void *ctx, const char *what, uint64_t done,
+                          uint64_t total)
+{
+    (void)ctx;
+    fprintf(stderr, "\r%s: %llu of %llu ", what, (unsigned long long)done,
+            (unsigned long long)total);
+    fflush(stderr);
+}
+
+static void mib(char *buf, size_t n, uint64_t bytes)
+{
+    snprintf(buf, n, "%.2f MiB", (double)bytes / (1024.0 * 1024.0));
+}
+
+static void report_print(const ember_compact_report *r, int dry)
+{
+    char a[32], b[32];
+
+    for (unsigned i = 0; i < r->nsteps; i++) {
+        const ember_compact_step *s = &r->steps[i];
+        mib(a, sizeof a, s->bytes_before);
+        mib(b, sizeof b, s->bytes_after);
+        printf("%-6s %12s -> %12s  %10llu %s  %6lld ms\n", s->name, a, b,
+               (unsigned long long)s->items,
+               strcmp(s->name, "cut") == 0 ? (dry ? "windows" : "blocks")
+               : strcmp(s->name, "gc") == 0 ? "records dropped"
+               : strcmp(s->name, "punch") == 0 ? "bytes freed" : "",
+               (long long)s->elapsed_ms);
+    }
+    mib(a, sizeof a, r->bytes_before);
+    mib(b, sizeof b, r->bytes_after);
+    printf("%s: %s -> %s on disk; %llu blocks written, %llu profiles "
+           "moved out of the head\n", dry ? "dry run" : "compacted", a, b,
+           (unsigned long long)r->blocks_written,
+           (unsigned long long)r->profiles_moved);
+}
+
+int em_cmd_compact(int argc, char **argv)
+{
+    ember_compact_report r = { .sz = sizeof r };
+    compact_args a;
+    ember_db *db = NULL;
+    int rc = compact_argv(&a, argc, argv);
+
+    if (rc != 0)
+        return rc;              /* it said why */
+    if (em_cli_open("compact", a.dir, 0, &db) != EMBER_OK)
+        return 1;
+    if (isatty(STDERR_FILENO))
+        a.o.progress = show_progress;
+    rc = ember_compact(db, &a.o, &r);
+    if (a.o.progress != NULL)
+        fputs("\r\033[K", stderr);
+    if (rc == EMBER_OK)
+        report_print(&r, a.o.dry_run);
+    else
+        em_cli_fail(1, "compact", "%s", ember_errmsg(db));
+    ember_close(db);
+    return rc == EMBER_OK ? 0 : 1;
+}

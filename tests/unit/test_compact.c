@@ -1,0 +1,549 @@
+/*
+** tests/unit/test_compact.c: compaction (issue 15).
+**  - answers: two databases get the same profiles, one is compacted at
+**    several points (its old data in blocks, its head rebuilt); every
+**    query answers the same on both, whatever the mix of head and blocks;
+**  - ids: an id interned before a compaction is refused after it, never
+**    taken for another stack;
+**  - leftovers: temporary and unnamed block files are removed; a block
+**    file newer than every block the database made is reported;
+**  - concurrency: appends and queries run while compactions run; a query
+**    over data that no longer changes answers the same throughout;
+**  - kill -9: a child appends batches and compacts, killed at random; no
+**    acknowledged batch is lost, none is there in part, verify is clean.
+**    EMBER_TEST_KILL_ROUNDS sets the rounds (200 by default; 1000 is the
+**    long mode of `make test-long`).
+*/
+#include <stdarg.h>
+#include <setjmp.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ember.h"
+#include "tests/unit/common/testutil.h"
+
+#define CPU "process_cpu:samples:count:cpu:nanoseconds:delta"
+#define MEM "memory:inuse_space:bytes:space:bytes"
+#define T0 1732170000000LL          /* 2024-11-21T06:20:00Z */
+#define MIN_MS 60000LL
+#define HOUR_MS (60 * MIN_MS)
+
+/* ---- a deterministic feed ---------------------------------------------- */
+
+/* Appends minute M's profiles in transaction X: a CPU profile for each of
+** three services and a MEM profile on synthetic stacks drawn from the
+** minute, and every fifth minute a profile on a stack of its own. */
+static int feed_minute(ember_txn *x, uint32_t m)
+{
+    static const char *const svc[3] = { "api", "db", "web" };
+    int64_t t = T0 + (int64_t)m * MIN_MS;
+    int rc = EMBER_OK;
+
+    for (int s = 0; s < 4 && rc == EMBER_OK; s++) {
+        ember_label l[2] = { { "service", svc[s % 3] },
+                             { "zone", m % 2 ? "a" : "b" } };
+        ember_sample smp[4];
+        for (int k = 0; k < 4 && rc == EMBER_OK; k++) {
+            smp[k].value = (int64_t)(m % 17 + 1) * (k + 1);
+            rc = tu_txn_synthetic_stack(x, (m * 7 + (uint32_t)s * 13 +
+                                            (uint32_t)k * 3) % 90,
+                                        &smp[k].stack);
+        }
+        ember_profile p = tu_profile(s == 3 ? MEM : CPU, l, 2, t, smp, 4);
+        if (rc == EMBER_OK)
+            rc = ember_txn_append(x, &p);
+    }
+    if (rc == EMBER_OK && m % 5 == 0) {
+        char name[32];
+        ember_function f = { .name = name, .file = "own.go" };
+        ember_line line = { 0, 7 };
+        ember_location loc = { 0, 0x9000 + m, &line, 1 };
+        uint32_t lid = 0;
+        ember_sample smp = { 0, 5 };
+        ember_label l = { "service", "api" };
+        ember_profile p = tu_profile(CPU, &l, 1, t + 1, &smp, 1);
+        snprintf(name, sizeof name, "own_%u", m % 3);
+        rc = ember_intern_function(x, &f, &line.function);
+        if (rc == EMBER_OK)
+            rc = ember_intern_location(x, &loc, &lid);
+        if (rc == EMBER_OK)
+            rc = ember_intern_stack(x, &lid, 1, &smp.stack);
+        if (rc == EMBER_OK)
+            rc = ember_txn_append(x, &p);
+    }
+    return rc;
+}
+
+/* Appends the profiles of minutes [FROM, TO), one transaction a minute;
+** the first failure's code. */
+static int feed_rc(ember_db *db, uint32_t from, uint32_t to)
+{
+    int rc = EMBER_OK;
+
+    for (uint32_t m = from; m < to && rc == EMBER_OK; m++) {
+        ember_txn *x;
+        if ((rc = ember_txn_begin(db, &x)) != EMBER_OK)
+            break;
+        if ((rc = feed_minute(x, m)) == EMBER_OK)
+            rc = ember_txn_commit(x);
+        else
+            ember_txn_abort(x);
+    }
+    return rc;
+}
+
+static void feed(ember_db *db, uint32_t from, uint32_t to)
+{
+    int rc = feed_rc(db, from, to);
+
+    if (rc != EMBER_OK)
+        fail_msg("feed: %s", ember_errmsg(db));
+}
+
+/* ---- answers ------------------------------------------------------------ */
+
+/* Appends to OUT the answer to Q rendered as FMT, or the error: callers
+** compare texts (and the queriers run on threads, where cmocka cannot
+** fail a test). */
+static void answer(ember_db *db, const char *q, const char *fmt,
+                   int64_t step, FILE *out)
+{
+    ember_query_opts o = { .sz = sizeof o, .from_ms = T0 - HOUR_MS,
+                           .to_ms = T0 + 48 * HOUR_MS, .step_ms = step,
+                           .now_ms = T0 + 48 * HOUR_MS };
+    ember_result *r = NULL;
+    char *text = NULL;
+    size_t len;
+    int rc = ember_query(db, q, &o, &r);
+
+    if (rc == EMBER_OK)
+        rc = ember_result_render(db, r, fmt, NULL, &text, &len);
+    if (rc == EMBER_OK)
+        fprintf(out, "== %s -o %s\n%s\n", q, fmt, text);
+    else
+        fprintf(out, "== %s -o %s\nERROR %s\n", q, fmt, ember_errmsg(db));
+    ember_free(text);
+    ember_result_free(r);
+}
+
+/* Everything the comparison asks, as one text. */
+static char *answers(ember_db *db)
+{
+    static const char *const q[] = {
+        "merge(" CPU ")",
+        "merge by (service) (" CPU ")",
+        "focus(merge(" CPU "), \"fn_1\")",
+        "ignore(merge(" CPU "), \"leaf_1.*\")",
+        "merge(" MEM "{zone=\"a\"})",
+        "merge(" CPU "{service=~\"a.*|w.*\"})",
+        "diff(merge(" CPU "[1h] @ 1732173600), "
+        "merge(" CPU "[1h] @ 1732191600))",
+    };
+    tu_out o;
+
+    tu_out_open(&o);
+    for (size_t i = 0; i < sizeof q / sizeof q[0]; i++) {
+        answer(db, q[i], "top", 0, o.f);
+        answer(db, q[i], "collapsed", 0, o.f);
+    }
+    answer(db, "merge(" CPU ")", "tree", 0, o.f);
+    answer(db, "total(" CPU ")", "csv", 10 * MIN_MS, o.f);
+    answer(db, "sum by (service) (total(" CPU "))", "csv", HOUR_MS, o.f);
+    answer(db, "label_values(service)", "csv", 0, o.f);
+    answer(db, "label_names()", "csv", 0, o.f);
+    answer(db, "profile_types()", "csv", 0, o.f);
+    tu_out_close(&o);
+    return o.text;
+}
+
+static void compact_at(ember_db *db, int64_t now, int64_t head_ms,
+                       ember_compact_report *rep)
+{
+    ember_compact_opts o = { .sz = sizeof o, .now_ms = now,
+                             .head_ms = head_ms, .block_ms = 2 * HOUR_MS };
+    ember_compact_report r = { .sz = sizeof r };
+    int rc = ember_compact(db, &o, rep != NULL ? rep : &r);
+
+    if (rc != EMBER_OK)
+        fail_msg("compact: %s", ember_errmsg(db));
+}
+
+static void same_answers(ember_db *a, ember_db *b)
+{
+    char *x = answers(a), *y = answers(b);
+
+    if (strcmp(x, y) != 0) {
+        FILE *f = fopen("/tmp/ember-compact-a.txt", "w");
+        FILE *g = fopen("/tmp/ember-compact-b.txt", "w");
+        if (f != NULL) {
+            fputs(x, f);
+            fclose(f);
+        }
+        if (g != NULL) {
+            fputs(y, g);
+            fclose(g);
+        }
+        fail_msg("answers differ: /tmp/ember-compact-{a,b}.txt");
+    }
+    free(x);
+    free(y);
+}
+
+/* Two databases, one compacted between feeds: the same answers. */
+static void test_same_answers(void **state)
+{
+    char *da = tu_tmpdir("compact_a"), *dbd = tu_tmpdir("compact_b");
+    ember_db *a = tu_open(da, 0), *b = tu_open(dbd, 0);
+    ember_compact_report rep = { .sz = sizeof rep };
+    ember_stats st = { .sz = sizeof st };
+
+    (void)state;
+    feed(a, 0, 300);
+    feed(b, 0, 300);
+    same_answers(a, b);
+    compact_at(b, T0 + 300 * MIN_MS, HOUR_MS, &rep);    /* 4 h to blocks */
+    assert_true(rep.blocks_written >= 2);
+    assert_int_equal(tu_verify(b), 0);
+    same_answers(a, b);
+    /* late data into windows already in blocks, and new data */
+    feed(a, 30, 40);
+    feed(b, 30, 40);
+    feed(a, 300, 420);
+    feed(b, 300, 420);
+    same_answers(a, b);
+    compact_at(b, T0 + 420 * MIN_MS, HOUR_MS, NULL);
+    assert_int_equal(tu_verify(b), 0);
+    same_answers(a, b);
+    compact_at(b, T0 + 420 * MIN_MS, 0, NULL);          /* all of it */
+    assert_int_equal(ember_stats_get(b, &st), EMBER_OK);
+    assert_int_equal(st.profiles - st.block_profiles, 0);
+    assert_int_equal(st.stacks, 0);         /* the head holds nothing */
+    assert_int_equal(tu_verify(b), 0);
+    same_answers(a, b);
+    ember_close(b);         /* and read-only, from a fresh handle */
+    {
+        ember_open_opts ro = { .sz = sizeof ro, .flags = EMBER_OPEN_RDONLY };
+        assert_int_equal(ember_open(dbd, &ro, &b), EMBER_OK);
+    }
+    same_answers(a, b);
+    ember_close(a);
+    ember_close(b);
+    tu_rmdir(da);
+    tu_rmdir(dbd);
+}
+
+/* An id from before a compaction is refused after it. */
+static void test_stale_ids(void **state)
+{
+    char *dir = tu_tmpdir("compact_ids");
+    ember_db *db = tu_open(dir, 0);
+    const char *names[2] = { "leaf", "main" };
+    uint32_t old = tu_stack(db, names, 2), fresh;
+    ember_sample s = { old, 3 };
+    ember_label l = { "service", "x" };
+    ember_profile p = tu_profile(CPU, &l, 1, T0, &s, 1);
+
+    (void)state;
+    assert_int_equal(ember_append(db, &p), EMBER_OK);
+    compact_at(db, T0 + HOUR_MS, 0, NULL);
+    assert_int_equal(ember_append(db, &p), EMBER_EINVAL);
+    assert_non_null(strstr(ember_errmsg(db), "compaction"));
+    fresh = tu_stack(db, names, 2);
+    assert_int_not_equal(fresh, old);
+    s.stack = fresh;
+    p = tu_profile(CPU, &l, 1, T0 + MIN_MS, &s, 1);
+    assert_int_equal(ember_append(db, &p), EMBER_OK);
+    assert_int_equal(tu_verify(db), 0);
+    ember_close(db);
+    tu_rmdir(dir);
+}
+
+static void touch(const char *dir, const char *name)
+{
+    char path[512];
+    int fd;
+
+    snprintf(path, sizeof path, "%s/blocks/%s", dir, name);
+    fd = open(path, O_WRONLY | O_CREAT, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, "x", 1), 1);
+    close(fd);
+}
+
+static bool exists(const char *dir, const char *name)
+{
+    char path[512];
+    struct stat st;
+
+    snprintf(path, sizeof path, "%s/blocks/%s", dir, name);
+    return stat(path, &st) == 0;
+}
+
+/* Leftovers go; a block from the future is damage. */
+static void test_leftovers(void **state)
+{
+    char *dir = tu_tmpdir("compact_left");
+    ember_db *db = tu_open(dir, 0);
+    ember_compact_opts o = { .sz = sizeof o, .now_ms = T0 + 100 * MIN_MS,
+                             .head_ms = 0 };
+    uint64_t problems = 0;
+
+    (void)state;
+    feed(db, 0, 10);
+    compact_at(db, T0 + 100 * MIN_MS, 0, NULL);        /* block 1 */
+    touch(dir, "0000000000000001.block.tmp");
+    touch(dir, "0000000000000000.block");               /* never named */
+    feed(db, 10, 20);
+    compact_at(db, T0 + 100 * MIN_MS, 0, NULL);
+    assert_false(exists(dir, "0000000000000001.block.tmp"));
+    assert_false(exists(dir, "0000000000000000.block"));
+    assert_true(exists(dir, "0000000000000001.block"));
+    assert_int_equal(tu_verify(db), 0);
+    touch(dir, "00000000000000ff.block");               /* the future */
+    assert_int_equal(ember_verify(db, NULL, NULL, &problems),
+                     EMBER_ECORRUPT);
+    assert_int_equal(problems, 1);
+    assert_int_equal(ember_compact(db, &o, NULL), EMBER_ECORRUPT);
+    assert_non_null(strstr(ember_errmsg(db), "back in time"));
+    assert_true(exists(dir, "00000000000000ff.block"));    /* kept */
+    ember_close(db);
+    tu_rmdir(dir);
+}
+
+/* ---- concurrency ---------------------------------------------------------- */
+
+typedef struct conc {
+    ember_db *db;
+    const char *want;               /* the answer over the settled range */
+    volatile bool stop;
+    int queries, bad, feed_rc;
+    char *first_bad;
+} conc;
+
+static char *settled_answer(ember_db *db)
+{
+    tu_out o;
+
+    tu_out_open(&o);
+    answer(db, "merge(" CPU "[3h] @ 1732180800)", "collapsed", 0, o.f);
+    answer(db, "total(" CPU "[3h] @ 1732180800)", "csv", 30 * MIN_MS,
+           o.f);
+    tu_out_close(&o);
+    return o.text;
+}
+
+static void *querier(void *arg)
+{
+    conc *c = arg;
+
+    while (!c->stop) {
+        char *got = settled_answer(c->db);
+        c->queries++;
+        if (strcmp(got, c->want) != 0) {
+            if (c->bad++ == 0)
+                c->first_bad = got;
+            else
+                free(got);
+            continue;
+        }
+        free(got);
+    }
+    return NULL;
+}
+
+static void *appender(void *arg)
+{
+    conc *c = arg;
+
+    for (uint32_t m = 400; !c->stop && m < 4000 && c->feed_rc == 0; m++)
+        c->feed_rc = feed_rc(c->db, m, m + 1);  /* after the settled range */
+    return NULL;
+}
+
+static void test_concurrent(void **state)
+{
+    char *dir = tu_tmpdir("compact_conc");
+    conc c = { .db = NULL };
+    pthread_t q, a;
+
+    (void)state;
+    c.db = tu_open(dir, 0);
+    feed(c.db, 0, 400);
+    c.want = settled_answer(c.db);
+    assert_int_equal(pthread_create(&q, NULL, querier, &c), 0);
+    assert_int_equal(pthread_create(&a, NULL, appender, &c), 0);
+    for (int i = 0; i < 6; i++)
+        compact_at(c.db, T0 + (int64_t)(200 + 40 * i) * MIN_MS, HOUR_MS,
+                   NULL);
+    c.stop = true;
+    pthread_join(q, NULL);
+    pthread_join(a, NULL);
+    if (c.bad > 0)
+        fail_msg("%d of %d answers differed; first:\n%s\nwanted:\n%s",
+                 c.bad, c.queries, c.first_bad, c.want);
+    assert_true(c.queries > 0);
+    assert_int_equal(c.feed_rc, EMBER_OK);
+    assert_int_equal(tu_verify(c.db), 0);
+    free((char *)c.want);
+    ember_close(c.db);
+    tu_rmdir(dir);
+}
+
+/* ---- kill -9 during compaction ---------------------------------------------- */
+
+#define KSTEP_MS 10000LL
+
+/* Batch N: one CPU profile at T0 + N * 10 s, service svc<N%3>, valued
+** N + 1 on a stack interned in the same transaction, leaf "k<N%50>". */
+static int kill_batch(ember_db *db, uint32_t n)
+{
+    char name[16], svc[8];
+    ember_function f = { .name = name };
+    ember_line line = { 0, 1 };
+    ember_location loc = { 0, 0x1000 + n % 50, &line, 1 };
+    ember_label l = { "service", svc };
+    ember_sample s = { 0, (int64_t)n + 1 };
+    ember_profile p;
+    uint32_t lid;
+    ember_txn *x;
+    int rc;
+
+    snprintf(name, sizeof name, "k%u", n % 50);
+    snprintf(svc, sizeof svc, "svc%u", n % 3);
+    p = tu_profile(CPU, &l, 1, T0 + (int64_t)n * KSTEP_MS, &s, 1);
+    if ((rc = ember_txn_begin(db, &x)) != EMBER_OK)
+        return rc;
+    rc = ember_intern_function(x, &f, &line.function);
+    if (rc == EMBER_OK)
+        rc = ember_intern_location(x, &loc, &lid);
+    if (rc == EMBER_OK)
+        rc = ember_intern_stack(x, &lid, 1, &s.stack);
+    if (rc == EMBER_OK)
+        rc = ember_txn_append(x, &p);
+    if (rc != EMBER_OK) {
+        ember_txn_abort(x);
+        return rc;
+    }
+    return ember_txn_commit(x);
+}
+
+static void kill_child(const char *dir, uint32_t first, int fd)
+{
+    ember_open_opts o = { .sz = sizeof o, .sync = EMBER_SYNC_NONE,
+                          .map_size = 1u << 20, .chunk_max_profiles = 8 };
+    ember_db *db = NULL;
+
+    if (ember_open(dir, &o, &db) != EMBER_OK)
+        _exit(2);
+    for (uint32_t n = first;; n++) {
+        if (kill_batch(db, n) != EMBER_OK) {
+            fprintf(stderr, "child: batch %u: %s\n", n, ember_errmsg(db));
+            _exit(3);
+        }
+        if (write(fd, &n, sizeof n) != (ssize_t)sizeof n)
+            _exit(4);
+        if (n % 7 == 6) {           /* the cut trails the newest by 2 min */
+            ember_compact_opts co = { .sz = sizeof co,
+                                      .now_ms = T0 + (int64_t)n * KSTEP_MS,
+                                      .head_ms = 2 * MIN_MS,
+                                      .block_ms = 5 * MIN_MS };
+            if (ember_compact(db, &co, NULL) != EMBER_OK) {
+                fprintf(stderr, "child: compact: %s\n", ember_errmsg(db));
+                _exit(5);
+            }
+        }
+    }
+}
+
+/* Checks every batch below ACKED is there once with its value, ACKED
+** maybe, none above; returns one past the highest there. */
+static uint32_t kill_check(const char *dir, uint32_t acked)
+{
+    ember_db *db = tu_open(dir, 1);
+    ember_totals *t = NULL;
+    uint8_t *have = calloc(acked + 2, 1);
+    uint32_t max = 0;
+
+    assert_non_null(have);
+    assert_int_equal(tu_verify(db), 0);
+    assert_int_equal(ember_totals_get(db, NULL, &t), EMBER_OK);
+    for (size_t i = 0; i < ember_totals_count(t); i++) {
+        const int64_t *ts, *vs;
+        size_t np;
+        ember_totals_series(t, i, NULL, &ts, &vs, &np);
+        for (size_t j = 0; j < np; j++) {
+            uint32_t n = (uint32_t)((ts[j] - T0) / KSTEP_MS);
+            if (n > acked)
+                fail_msg("batch %u there, the child never began it", n);
+            if (have[n]++)
+                fail_msg("batch %u there twice", n);
+            if (vs[j] != (int64_t)n + 1)
+                fail_msg("batch %u: total %lld", n, (long long)vs[j]);
+            max = n + 1 > max ? n + 1 : max;
+        }
+    }
+    for (uint32_t n = 0; n < acked; n++)
+        if (!have[n])
+            fail_msg("acknowledged batch %u lost", n);
+    ember_totals_free(t);
+    ember_close(db);
+    free(have);
+    return max > acked ? max : acked;
+}
+
+static void test_kill(void **state)
+{
+    const char *env = getenv("EMBER_TEST_KILL_ROUNDS");
+    int rounds = env != NULL ? atoi(env) : 200;
+    char *dir = tu_tmpdir("compact_kill");
+    uint32_t next = 0;
+    unsigned seed = 15;
+
+    (void)state;
+    for (int r = 0; r < rounds; r++) {
+        int fds[2];
+        pid_t pid;
+        uint32_t n, acked = next;
+        struct timespec ts = { 0, (long)(rand_r(&seed) % 40) * 1000000L };
+        assert_int_equal(pipe(fds), 0);
+        if ((pid = fork()) == 0) {
+            close(fds[0]);
+            kill_child(dir, next, fds[1]);
+        }
+        close(fds[1]);
+        nanosleep(&ts, NULL);
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        while (read(fds[0], &n, sizeof n) == (ssize_t)sizeof n)
+            acked = n + 1;
+        close(fds[0]);
+        next = kill_check(dir, acked);
+    }
+    print_message("%d rounds, %u batches\n", rounds, next);
+    tu_rmdir(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_same_answers),
+        cmocka_unit_test(test_stale_ids),
+        cmocka_unit_test(test_leftovers),
+        cmocka_unit_test(test_concurrent),
+        cmocka_unit_test(test_kill),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
