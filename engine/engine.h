@@ -490,6 +490,12 @@ int em_reader_series(em_reader *rd, const ember_selector *sel,
                      em_series_set *out);
 void em_series_set_free(em_series_set *s);
 
+/* Another reference to snapshot S (ember_snapshot_end drops one). */
+ember_snapshot *em_snapshot_ref(ember_snapshot *s);
+/* The snapshot M's stack ids belong to, held by M; NULL for a merge made
+** by hand. */
+ember_snapshot *em_merged_snapshot(const ember_merged *m);
+
 /* A merged profile made from N (stack, value) pairs in stack order, with
 ** the series and profile counts and the span of SPAN_OF (NULL: none); for
 ** a diff's stacks and for filtered merges. */

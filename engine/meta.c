@@ -333,6 +333,7 @@ typedef struct arena_block {
 } arena_block;
 
 struct ember_snapshot {
+    unsigned refs;                  /* its owner's, and merges' made on it */
     em_rtxn r;
     arena_block *blocks;
     MDB_cursor *cur[EM_T_COUNT];    /* one per table, opened on first use */
@@ -373,6 +374,7 @@ EMBER_API int ember_snapshot_begin(ember_db *db, ember_snapshot **out)
         return em_err(EMBER_ENOMEM, "snapshot");
     for (int t = 0; t < EM_T_COUNT; t++)
         s->at[t] = -1;
+    s->refs = 1;
     rc = em_rtxn_begin(db, &s->r);
     if (rc != EMBER_OK) {
         em_free(s);
@@ -416,9 +418,16 @@ void em_snapshot_bounds(ember_snapshot *s, uint32_t *locations,
     *mappings = s->r.vnext[EM_T_MAPPING];
 }
 
+ember_snapshot *em_snapshot_ref(ember_snapshot *s)
+{
+    if (s != NULL)
+        __atomic_add_fetch(&s->refs, 1, __ATOMIC_RELAXED);
+    return s;
+}
+
 EMBER_API void ember_snapshot_end(ember_snapshot *s)
 {
-    if (s == NULL)
+    if (s == NULL || __atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) > 0)
         return;
     while (s->blocks != NULL) {
         arena_block *next = s->blocks->next;

@@ -509,6 +509,9 @@ struct ember_merged {
     int64_t *values;
     uint64_t nseries, nprofiles;
     merge_span span;                /* all 0 when nothing was merged */
+    ember_snapshot *snap;           /* what the ids name, held: compaction
+                                    ** renumbers, so a later snapshot may
+                                    ** name other stacks by them */
 };
 
 /* The sums of one block source: its stacks are numbered apart. */
@@ -1091,6 +1094,7 @@ static int merge_finish(merge_acc *m, ember_merged **out)
 EMBER_API int ember_merge(ember_db *db, const ember_selector *sel,
                           ember_merged **out)
 {
+    ember_snapshot *snap = NULL;
     merge_acc m;
     query q;
     int rc;
@@ -1098,9 +1102,13 @@ EMBER_API int ember_merge(ember_db *db, const ember_selector *sel,
     if (out == NULL)
         return em_err(EMBER_EINVAL, "ember_merge: NULL result");
     *out = NULL;
-    rc = query_begin(db, sel, &q);
-    if (rc != EMBER_OK)
+    if ((rc = ember_snapshot_begin(db, &snap)) != EMBER_OK)
         return rc;
+    rc = query_begin_on(NULL, em_snapshot_rtxn(snap), sel, NULL, NULL, &q);
+    if (rc != EMBER_OK) {
+        ember_snapshot_end(snap);
+        return rc;
+    }
     rc = merge_acc_init(&m, q.r);
     if (rc == EMBER_OK)
         rc = merge_acc_run(&m, &q);
@@ -1108,7 +1116,16 @@ EMBER_API int ember_merge(ember_db *db, const ember_selector *sel,
         rc = merge_finish(&m, out);
     merge_acc_free(&m);
     query_end(&q);
+    if (rc == EMBER_OK)
+        (*out)->snap = snap;        /* the merge's now */
+    else
+        ember_snapshot_end(snap);
     return rc;
+}
+
+ember_snapshot *em_merged_snapshot(const ember_merged *m)
+{
+    return m != NULL ? m->snap : NULL;
 }
 
 int em_merged_make(const uint32_t *stacks, const int64_t *values, size_t n,
@@ -1134,6 +1151,7 @@ int em_merged_make(const uint32_t *stacks, const int64_t *values, size_t n,
         r->nseries = span_of->nseries;
         r->nprofiles = span_of->nprofiles;
         r->span = span_of->span;
+        r->snap = em_snapshot_ref(span_of->snap);
     }
     *out = r;
     return EMBER_OK;
@@ -1178,8 +1196,13 @@ EMBER_API void ember_merged_span(const ember_merged *m, int64_t *min_time_ms,
 
 EMBER_API void ember_merged_free(ember_merged *m)
 {
+    em_budget *b;
+
     if (m == NULL)
         return;
+    b = em_budget_swap(NULL);       /* the snapshot is the handle's */
+    ember_snapshot_end(m->snap);
+    em_budget_swap(b);
     em_free(m->stacks);
     em_free(m->values);
     em_free(m);
@@ -1852,9 +1875,11 @@ int em_reader_merge_take(em_reader *rd, ember_merged **out)
     int rc = reader_merge_ready(rd);   /* nothing added: an empty merge */
 
     *out = NULL;
-    if (rc != EMBER_OK)
-        return rc;
-    return merge_finish(&rd->m, out);
+    if (rc == EMBER_OK)
+        rc = merge_finish(&rd->m, out);
+    if (rc == EMBER_OK)
+        (*out)->snap = em_snapshot_ref(rd->snap);
+    return rc;
 }
 
 int em_reader_totals(em_reader *rd, const ember_selector *sel,

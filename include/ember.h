@@ -364,7 +364,10 @@ EMBER_API void ember_iter_free(ember_iter *it);
 
 /* A merged profile: each distinct stack with its summed value, ordered by
 ** stack id. Sums are exact: a merge whose positive or negative values do
-** not sum within int64 fails with EMBER_ELIMIT instead of wrapping. */
+** not sum within int64 fails with EMBER_ELIMIT instead of wrapping. Its
+** stack ids are those of the snapshot it was made on, which it holds
+** until ember_merged_free (ember_pprof_encode reads them there): like a
+** snapshot it holds back space reuse, so free it promptly. */
 typedef struct ember_merged ember_merged;
 
 EMBER_API int ember_merge(ember_db *db, const ember_selector *sel,
@@ -455,7 +458,8 @@ enum { EMBER_PPROF_GZIP = 1u };     /* gzip the bytes, as .pb.gz files are */
 ** TYPE is the profile type of what was merged: it gives the sample and
 ** period types; period, time and duration come from ember_merged_span.
 ** Every non-zero stack is written with its locations, inline lines,
-** functions and mappings, read from one snapshot of DB. *OUT gets a new
+** functions and mappings, read from the snapshot M holds (or, for a merge
+** made by hand, from a new snapshot of DB). *OUT gets a new
 ** buffer of *LEN bytes to free with ember_free. EMBER_EINVAL for a bad
 ** TYPE or FLAGS. */
 EMBER_API int ember_pprof_encode(ember_db *db, const ember_merged *m,
@@ -570,9 +574,9 @@ typedef struct ember_render_opts {
 ** "top", "tree", "flame", "collapsed", "pprof", "json", "svg"; for series
 ** "table", "csv", "json", "spark"; for tables "table", "csv", "json". DB
 ** is not used and may be NULL for every format (it stays for the ABI):
-** "pprof" reads the symbols of R's stacks through the database R's query
-** ran on, which must still be open, and finds there what the query saw
-** (committed symbols never change). *OUT gets a new buffer of *LEN bytes
+** "pprof" reads the symbols of R's stacks through the snapshot R's query
+** ran on, which R holds until ember_result_free (its database must still
+** be open). *OUT gets a new buffer of *LEN bytes
 ** and a NUL, to free with ember_free. EMBER_EINVAL naming the formats that
 ** fit when FORMAT does not fit R's kind. */
 EMBER_API int ember_result_render(ember_db *db, const ember_result *r,

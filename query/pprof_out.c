@@ -697,8 +697,11 @@ EMBER_API int ember_pprof_encode(ember_db *db, const ember_merged *m,
     if (db == NULL || m == NULL)
         return em_err(EMBER_EINVAL, "ember_pprof_encode: NULL %s",
                       db == NULL ? "database" : "merged profile");
-    if ((rc = pp_args_check(type, flags)) != EMBER_OK ||
-        (rc = ember_snapshot_begin(db, &snap)) != EMBER_OK)
+    if ((rc = pp_args_check(type, flags)) != EMBER_OK)
+        return rc;
+    if ((snap = em_merged_snapshot(m)) != NULL)     /* what its ids name */
+        return pp_encode_merged(snap, false, m, type, flags, out, len);
+    if ((rc = ember_snapshot_begin(db, &snap)) != EMBER_OK)
         return rc;
     return pp_encode_merged(snap, true, m, type, flags, out, len);
 }

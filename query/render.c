@@ -200,9 +200,9 @@ static int pprof_write(FILE *f, const void *buf, size_t len)
 }
 
 /* The pprof a query run for it encoded in its snapshot; else an encode
-** through the handle the query ran on (records never change once
-** committed, so a later snapshot reads what the query's did), or, for a
-** result built by hand, through o->db. */
+** through the snapshot the merge holds (compaction renumbers stacks, so
+** only the query's snapshot reads its ids right), or, for a result built
+** by hand, through o->db. */
 static int profile_pprof(FILE *f, const ember_result *r,
                          const em_render_opts *o)
 {

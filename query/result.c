@@ -7,9 +7,9 @@
 ** profiles, merged stack ids, points, rows), so it outlives the snapshot;
 ** pointers handed out by the accessors live until ember_result_free,
 ** except ember_result_stack's frame array, which the next call on the
-** result reuses. It also remembers its database handle, whose symbols
-** `-o pprof` reads (see query/render.c), so like every object made from
-** a handle it must not be used after ember_close.
+** result reuses. Its merges hold the snapshot the query ran on, whose
+** symbols `-o pprof` reads (see query/render.c), so like every object
+** made from a handle it must not be used after ember_close.
 */
 #include <stdarg.h>
 #include <stdio.h>

@@ -271,6 +271,34 @@ static void test_stale_ids(void **state)
     tu_rmdir(dir);
 }
 
+/* A result made before a compaction renders the same pprof after it: it
+** holds the snapshot its stack ids belong to. */
+static void test_result_outlives(void **state)
+{
+    char *dir = tu_tmpdir("compact_result");
+    ember_db *db = tu_open(dir, 0);
+    ember_result *r = NULL;
+    char *a = NULL, *b = NULL;
+    size_t la, lb;
+
+    (void)state;
+    feed(db, 0, 30);
+    assert_int_equal(ember_query(db, "merge(" CPU ")", NULL, &r), EMBER_OK);
+    assert_int_equal(ember_result_render(db, r, "pprof", NULL, &a, &la),
+                     EMBER_OK);
+    compact_at(db, T0 + HOUR_MS, 0, NULL);
+    feed(db, 30, 40);       /* the head reuses the ids the result holds */
+    assert_int_equal(ember_result_render(db, r, "pprof", NULL, &b, &lb),
+                     EMBER_OK);
+    assert_int_equal(la, lb);
+    assert_memory_equal(a, b, la);
+    ember_free(a);
+    ember_free(b);
+    ember_result_free(r);
+    ember_close(db);
+    tu_rmdir(dir);
+}
+
 static void touch(const char *dir, const char *name)
 {
     char path[512];
@@ -541,6 +569,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_same_answers),
         cmocka_unit_test(test_stale_ids),
+        cmocka_unit_test(test_result_outlives),
         cmocka_unit_test(test_leftovers),
         cmocka_unit_test(test_concurrent),
         cmocka_unit_test(test_kill),
