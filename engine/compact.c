@@ -503,15 +503,19 @@ static int run_steps(em_cjob *j)
         rc = em_blocks_merge(j, &n);
         step_end(j, k, t0, n);
     }
-    if (rc == EMBER_OK) {
-        k = step_begin(j, "retention", &t0);
-        rc = em_blocks_retention(j, &n);
-        step_end(j, k, t0, n);
-    }
-    if (rc == EMBER_OK && j->o.nres > 0) {
-        k = step_begin(j, "downsample", &t0);
-        rc = em_blocks_downsample(j, &n);
-        step_end(j, k, t0, n);
+    /* copies before retention, which may drop the stored profiles they
+    ** stand for; and again after it, for blocks it rewrote */
+    for (int pass = 0; pass < 2 && rc == EMBER_OK; pass++) {
+        if (j->o.nres > 0) {
+            k = step_begin(j, "downsample", &t0);
+            rc = em_blocks_downsample(j, &n);
+            step_end(j, k, t0, n);
+        }
+        if (rc == EMBER_OK && pass == 0) {
+            k = step_begin(j, "retention", &t0);
+            rc = em_blocks_retention(j, &n);
+            step_end(j, k, t0, n);
+        }
     }
     if (rc == EMBER_OK && !j->in_dry) {
         k = step_begin(j, "gc", &t0);

@@ -698,7 +698,7 @@ typedef struct ember_compact_step {
     int64_t elapsed_ms;
 } ember_compact_step;
 
-#define EMBER_COMPACT_MAX_STEPS 8
+#define EMBER_COMPACT_MAX_STEPS 10
 
 typedef struct ember_compact_report {
     size_t sz;                  /* sizeof(ember_compact_report) */
