@@ -189,7 +189,7 @@ static int cut_windows(em_cjob *j, em_rtxn *r, wins *w)
     mdb_cursor_close(cur);
     if (rc == EMBER_OK && mrc != MDB_NOTFOUND)
         rc = em_lmdb(mrc, "compact: chunk scan");
-    if (rc == EMBER_OK)
+    if (rc == EMBER_OK && w->n > 0)
         qsort(w->v, w->n, sizeof *w->v, i64_cmp);
     return rc;
 }
