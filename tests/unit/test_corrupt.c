@@ -818,7 +818,8 @@ static void test_chunk_value_checksum(void **state)
 ** magic, version, address, map size (at 32), the free list's MDB_db whose
 ** first u32 is the page size (at 40), the main MDB_db, the last page (at
 ** 136), the txn id. Page 1 starts at the page size. */
-enum { META_MAPSIZE = 32, META_PSIZE = 40, META_LAST = 136 };
+enum { META_MAPSIZE = 32, META_PSIZE = 40, META_MAIN_ROOT = 128,
+       META_LAST = 136, META_TXNID = 144 };
 
 static void file_store(const char *path, const void *p, size_t n)
 {
@@ -843,6 +844,23 @@ static void meta_patch(const char *path, const char *orig, size_t n,
     assert_int_equal(psize, 4096);
     memcpy(b + off, &v, width);
     memcpy(b + psize + off, &v, width);
+    file_store(path, b, n);
+    free(b);
+}
+
+/* Flips bit BIT of the txn id of meta page PAGE of ORIG (N bytes) into
+** PATH. */
+static void txnid_flip(const char *path, const char *orig, size_t n,
+                       int page, int bit)
+{
+    char *b = malloc(n);
+    uint64_t id;
+
+    assert_non_null(b);
+    memcpy(b, orig, n);
+    memcpy(&id, b + page * 4096 + META_TXNID, sizeof id);
+    id ^= 1ull << bit;
+    memcpy(b + page * 4096 + META_TXNID, &id, sizeof id);
     file_store(path, b, n);
     free(b);
 }
@@ -892,11 +910,42 @@ static void test_meta_pages(void **state)
     open_fails(EMBER_ECORRUPT, "truncated to 100 bytes", "meta page 0");
     meta_patch(path, orig, n, 16, 4, 0x55555555);
     open_fails(EMBER_EFORMAT, "not an LMDB file", "magic 0x55555555");
+    meta_patch(path, orig, n, META_MAIN_ROOT, 8, 0x10000);
+    open_fails(EMBER_ECORRUPT, "main database's root is page 65536",
+               "past its last page");
     file_store(path, orig, n);
     free(orig);
     check_clean();
 }
 
+/* The issue's probe: the high byte of a meta page's txn id flipped made
+** LMDB open the older snapshot, where the database was empty, and verify
+** said ok. LMDB writes txn N to meta page N % 2, one txn apart: any other
+** pair is damage, named with both ids, read-only or not. */
+static void test_meta_txnid(void **state)
+{
+    char path[512];
+    size_t n;
+    char *orig;
+
+    (void)state;
+    snprintf(path, sizeof path, "%s/data.mdb", fx.dir);
+    orig = tu_read_file(path, &n);
+    assert_non_null(orig);
+    for (int page = 0; page < 2; page++) {
+        txnid_flip(path, orig, n, page, 56);        /* the high byte */
+        open_fails(EMBER_ECORRUPT, "went back in time", "not one apart");
+        txnid_flip(path, orig, n, page, 0);         /* the parity */
+        open_fails(EMBER_ECORRUPT, "went back in time",
+                   page == 0 ? "page 0 holds an odd one"
+                             : "page 1 holds an even one");
+        txnid_flip(path, orig, n, page, 3);
+        open_fails(EMBER_ECORRUPT, "meta page 0 holds txn", "meta page 1");
+    }
+    file_store(path, orig, n);
+    free(orig);
+    check_clean();
+}
 
 int main(void)
 {
@@ -912,6 +961,7 @@ int main(void)
         cmocka_unit_test(test_value_checksums),
         cmocka_unit_test(test_chunk_value_checksum),
         cmocka_unit_test(test_meta_pages),
+        cmocka_unit_test(test_meta_txnid),
     };
     return cmocka_run_group_tests_name("corrupt", tests, setup, teardown);
 }
