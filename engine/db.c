@@ -98,7 +98,20 @@ static int txn_begin_raw(ember_db *db, MDB_txn *parent, unsigned flags,
 static int table_sizes(MDB_txn *txn, ember_db *db, bool lax,
                        uint32_t next[EM_T_COUNT]);
 
-/* em_rtxn_begin; LAX: damaged table ends and meta are left to verify. */
+/* Table sizes and max_span of R's snapshot; LAX: damaged table ends and
+** meta values are left to verify, which reports them. */
+static int rtxn_sizes(em_rtxn *r, bool lax)
+{
+    int rc = table_sizes(r->txn, r->db, lax, r->next);
+
+    if (rc == EMBER_OK &&
+        (rc = em_meta_get_u64(r->txn, r->db, "max_span", &r->max_span)) ==
+        EMBER_ECORRUPT && lax)
+        rc = EMBER_OK;
+    return rc;
+}
+
+/* em_rtxn_begin; LAX: without the sizes (em_rtxn_sizes). */
 static int rtxn_begin(ember_db *db, em_rtxn *r, bool lax)
 {
     int rc;
@@ -110,12 +123,8 @@ static int rtxn_begin(ember_db *db, em_rtxn *r, bool lax)
     em_val_map_refresh(db);
     if (rc == EMBER_OK && db->format < EM_FORMAT_VERSION)
         rc = em_val_format_same(r->txn, db);
-    if (rc == EMBER_OK)
-        rc = table_sizes(r->txn, db, lax, r->next);
-    if (rc == EMBER_OK &&
-        (rc = em_meta_get_u64(r->txn, db, "max_span", &r->max_span)) ==
-        EMBER_ECORRUPT && lax)
-        rc = EMBER_OK;
+    if (rc == EMBER_OK && !lax)
+        rc = rtxn_sizes(r, false);
     if (rc == EMBER_OK)
         rc = em_codec_new(&r->codec);
     if (rc != EMBER_OK)
@@ -133,6 +142,11 @@ int em_rtxn_begin(ember_db *db, em_rtxn *r)
 int em_rtxn_begin_lax(ember_db *db, em_rtxn *r)
 {
     return rtxn_begin(db, r, true);
+}
+
+int em_rtxn_sizes(em_rtxn *r)
+{
+    return rtxn_sizes(r, true);
 }
 
 void em_rtxn_end(em_rtxn *r)

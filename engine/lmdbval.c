@@ -33,10 +33,20 @@
 #define PAGE_FLAGS (sizeof(size_t) + 2)
 #define PAGE_NPAGES (sizeof(size_t) + 4)
 #define PAGE_HDR (sizeof(size_t) + 8)
+#define P_LEAF 0x02
 #define P_OVERFLOW 0x04
+#define P_LEAF2 0x20
+#define LEAF_CACHE 512              /* leaf pages a thread remembers sound,
+                                    ** by page number, direct-mapped */
 
 /* The db whose write txn this thread runs, if any: see the header. */
 static _Thread_local const ember_db *tls_writer;
+
+/* The leaf pages this thread found sound since a txn began (map.gen). */
+static _Thread_local struct leaf_seen {
+    uintptr_t page;
+    uint64_t gen;
+} tls_leaf[LEAF_CACHE];
 
 void em_val_writer(const ember_db *db)
 {
@@ -111,15 +121,46 @@ static uintptr_t map_end(const em_map *m)
     return __atomic_load_n(&m->end, __ATOMIC_ACQUIRE);
 }
 
-/* NULL when [P, P + N) lies inside the mapped file and within the page it
-** starts on, or the run of overflow pages it starts (right after the
-** header of the run's first page); else why not. */
-static const char *val_bounds(const ember_db *db, const void *p, size_t n)
+/* NULL when PAGE, the leaf page a key or value of sub-database D lies
+** on, holds sound nodes (engine/lmdbtree.c), else why not. A thread checks
+** a page once per txn begun (map.gen): a cursor then steps only onto nodes
+** checked, where LMDB follows a damaged node's flags (to a NULL pointer). */
+static const char *leaf_sound(const ember_db *db, int d, uintptr_t page)
+{
+    uint64_t gen = __atomic_load_n(&db->map.gen, __ATOMIC_RELAXED);
+    struct leaf_seen *seen = &tls_leaf[page / db->map.psize % LEAF_CACHE];
+    static _Thread_local char why[160];
+    const char *bad = NULL;
+    uint16_t flags;
+
+    if (seen->page == page && seen->gen == gen)
+        return NULL;
+    memcpy(&flags, (const void *)(page + PAGE_FLAGS), sizeof flags);
+    if (!(flags & P_LEAF))
+        bad = "a page that is not a leaf";
+    else if (!(flags & P_LEAF2))    /* LEAF2: duplicates, no nodes */
+        bad = em_tree_leaf_ok((const uint8_t *)page, db->map.psize,
+                              d >= EM_T_COUNT && d < 2 * EM_T_COUNT, false);
+    if (bad != NULL) {
+        snprintf(why, sizeof why, "on a damaged leaf page (%s)", bad);
+        return why;
+    }
+    *seen = (struct leaf_seen){ page, gen };
+    return NULL;
+}
+
+/* NULL when [P, P + N), a key or value of sub-database D, lies inside the
+** mapped file and within the sound leaf page it starts on, or the run of
+** overflow pages it starts (right after the header of the run's first
+** page); else why not. */
+static const char *val_bounds(const ember_db *db, int d, const void *p,
+                              size_t n)
 {
     const em_map *m = &db->map;
     uintptr_t a = (uintptr_t)p, base = (uintptr_t)m->base, end, page, lim;
     uint16_t flags = 0;
     uint32_t pages;
+    bool over;
 
     if (m->base == NULL || n == 0)
         return NULL;                /* nothing to check, nothing read */
@@ -132,21 +173,21 @@ static const char *val_bounds(const ember_db *db, const void *p, size_t n)
     lim = page + m->psize;
     if (a - page == PAGE_HDR)       /* a leaf's node never starts there */
         memcpy(&flags, (const void *)(page + PAGE_FLAGS), sizeof flags);
-    if (a - page == PAGE_HDR && (flags & P_OVERFLOW)) {
+    over = a - page == PAGE_HDR && (flags & P_OVERFLOW);
+    if (over) {
         memcpy(&pages, (const void *)(page + PAGE_NPAGES), sizeof pages);
         if (pages == 0 || pages > (end - page) / m->psize)
             return "on a run of overflow pages past the end of the file";
         lim = page + (uintptr_t)pages * m->psize;
     }
     if (n > lim - a)
-        return lim - page > m->psize ? "runs past its overflow pages"
-                                     : "runs past its page";
-    return NULL;
+        return over ? "runs past its overflow pages" : "runs past its page";
+    return over ? NULL : leaf_sound(db, d, page);
 }
 
 int em_val_key(const ember_db *db, int d, const MDB_val *key)
 {
-    const char *why = val_bounds(db, key->mv_data, key->mv_size);
+    const char *why = val_bounds(db, d, key->mv_data, key->mv_size);
 
     if (why == NULL)
         return EMBER_OK;
@@ -161,7 +202,7 @@ static int val_check(const ember_db *db, int d, const MDB_val *key,
                      const MDB_val *raw, bool summed, const uint8_t **payload,
                      size_t *len)
 {
-    const char *why = val_bounds(db, raw->mv_data, raw->mv_size);
+    const char *why = val_bounds(db, d, raw->mv_data, raw->mv_size);
     char kt[256];
     size_t n = raw->mv_size;
 
@@ -302,6 +343,7 @@ void em_val_map_refresh(ember_db *db)
            !__atomic_compare_exchange_n(&m->end, &have, end, false,
                                         __ATOMIC_RELEASE, __ATOMIC_RELAXED))
         ;
+    __atomic_fetch_add(&m->gen, 1, __ATOMIC_RELAXED);
 }
 
 /* A pointer into the map: the first key of the main database (the name of

@@ -201,6 +201,8 @@ typedef struct em_map {
     size_t len;                     /* the map size */
     size_t psize;                   /* LMDB's page size, a power of two */
     uintptr_t end;                  /* past the last page written */
+    uint64_t gen;                   /* txns begun: a leaf page is checked
+                                    ** once per txn (atomic) */
 } em_map;
 
 struct ember_db {
@@ -272,9 +274,12 @@ typedef struct em_rtxn {
 /* Translates an LMDB code into an Ember code with "WHAT: lmdb message". */
 int em_lmdb(int mrc, const char *what);
 int em_rtxn_begin(ember_db *db, em_rtxn *r);
-/* The same for verify: a damaged last record of a table (its key still
-** gives the table's size) or meta value does not stop it; it reports them. */
+/* The same for verify, in two steps: the txn and the codec alone, then,
+** once verify found LMDB's trees sound (em_tree_check), the table sizes
+** and max_span from em_rtxn_sizes, where a damaged last record of a table
+** (its key still gives the size) or meta value does not stop it. */
 int em_rtxn_begin_lax(ember_db *db, em_rtxn *r);
+int em_rtxn_sizes(em_rtxn *r);
 void em_rtxn_end(em_rtxn *r);
 /* Begins the LMDB write txn of W (growing the map first when it is nearly
 ** full) and loads the counters. The caller holds db->wlock. */
@@ -357,6 +362,20 @@ int em_val_upgrade(ember_db *db);
 ** get only a txn or a cursor. */
 ember_db *em_val_db(MDB_txn *txn);
 int em_val_dbi(const ember_db *db, MDB_dbi dbi);
+
+/* ---- lmdbtree.c: LMDB's B-trees, checked before LMDB walks them -------- */
+
+/* NULL when the leaf page PG (SIZE bytes) holds well-formed nodes: within
+** the page, with flags a table of DUPSORT (or the MAIN database, of table
+** names) may have; else what is wrong. */
+const char *em_tree_leaf_ok(const uint8_t *pg, size_t size, bool dupsort,
+                            bool main);
+/* For verify: walks every tree of R's snapshot (the free list, the main
+** database, the 17 tables) from its root, page by page, without LMDB, and
+** reports each damaged page to FN; *NPROBLEMS gets their count. Only
+** EMBER_ENOMEM fails it. */
+int em_tree_check(em_rtxn *r, ember_problem_fn fn, void *ctx,
+                  uint64_t *nproblems);
 
 /* ---- table.c: interned tables ------------------------------------------- */
 

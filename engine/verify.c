@@ -10,7 +10,10 @@
 **  - meta counters and head summaries against what the walk counted;
 **  - every key and value of every sub-database in its page, and (format 2)
 **    every value's checksum (engine/lmdbval.c): each bad one is a problem,
-**    and the walk goes on past it.
+**    and the walk goes on past it;
+**  - first of all LMDB's own trees, page by page (engine/lmdbtree.c): when
+**    one is damaged, verify reports it and stops, as LMDB's cursors could
+**    fault walking it.
 ** Memory is bounded by the postings (one bitmap per label value and per
 ** function), never by the chunk data.
 */
@@ -581,9 +584,30 @@ static void verify_counters(vctx *v)
                 (unsigned long long)v->max_span);
 }
 
+/* em_tree_check's problems go where verify's do. */
+static void tree_problem(void *ctx, const char *msg)
+{
+    problem(ctx, "%s", msg);
+}
+
+/* LMDB's trees first, walked without LMDB: a damaged one stops verify
+** there, since walking it through LMDB could fault. */
+static int verify_trees(vctx *v, bool *sound)
+{
+    uint64_t n = 0;
+    int rc = em_tree_check(&v->r, tree_problem, v, &n);
+
+    *sound = rc == EMBER_OK && n == 0;
+    if (rc == EMBER_OK && n > 0)
+        problem(v, "the records, postings and chunks were not checked: "
+                "LMDB would walk the damaged pages above, and could fault");
+    return rc == EMBER_OK && *sound ? em_rtxn_sizes(&v->r) : rc;
+}
+
 EMBER_API int ember_verify(ember_db *db, ember_problem_fn fn, void *ctx,
                            uint64_t *nproblems)
 {
+    bool sound = false;
     vctx v;
     int rc;
 
@@ -594,15 +618,17 @@ EMBER_API int ember_verify(ember_db *db, ember_problem_fn fn, void *ctx,
     v.fn = fn;
     v.fctx = ctx;
     rc = em_rtxn_begin_lax(db, &v.r);
-    for (int t = 0; t < EM_T_COUNT && rc == EMBER_OK; t++)
+    if (rc == EMBER_OK)
+        rc = verify_trees(&v, &sound);
+    for (int t = 0; t < EM_T_COUNT && rc == EMBER_OK && sound; t++)
         rc = verify_table(&v, t);
-    if (rc == EMBER_OK)
+    if (rc == EMBER_OK && sound)
         rc = verify_meta(&v);
-    if (rc == EMBER_OK)
+    if (rc == EMBER_OK && sound)
         rc = verify_postings(&v);
-    if (rc == EMBER_OK)
+    if (rc == EMBER_OK && sound)
         rc = verify_chunks(&v);
-    if (rc == EMBER_OK)
+    if (rc == EMBER_OK && sound)
         verify_counters(&v);
     em_staged_free(&v.post);
     em_staged_free(&v.fpost);
