@@ -59,13 +59,24 @@ static bool val_summed(const ember_db *db, int d)
     return db->format >= 2 && (d < EM_T_COUNT || d >= 2 * EM_T_COUNT);
 }
 
+/* The CRC-32 of each sub-database's name, where every value's starts. */
+static uint32_t name_crc[EM_D_COUNT];
+static pthread_once_t name_crc_once = PTHREAD_ONCE_INIT;
+
+static void name_crc_init(void)
+{
+    for (int d = 0; d < EM_D_COUNT; d++)
+        name_crc[d] = (uint32_t)crc32_z(0, (const Bytef *)em_dbi_names[d],
+                                        strlen(em_dbi_names[d]));
+}
+
 /* The checksum of payload P[N] stored under KEY in sub-database D. */
 static uint32_t val_crc(int d, const MDB_val *key, const void *p, size_t n)
 {
-    const char *name = em_dbi_names[d];
-    uLong c = crc32_z(0, (const Bytef *)name, strlen(name));
+    uLong c;
 
-    c = crc32_z(c, key->mv_data, key->mv_size);
+    pthread_once(&name_crc_once, name_crc_init);
+    c = crc32_z(name_crc[d], key->mv_data, key->mv_size);
     if (d != EM_D_CHUNK)            /* a chunk has its own over its bytes */
         c = crc32_z(c, p, n);
     return (uint32_t)c;
