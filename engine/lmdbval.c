@@ -496,9 +496,9 @@ static int upgrade_try(ember_db *db)
             rc = upgrade_table(&w, d);
     if (rc == EMBER_OK && fmt == 1)
         rc = em_meta_put_u64(w.txn, db, "format", EM_FORMAT_VERSION);
-    if (rc == EMBER_OK)         /* fmt 2: another process was first */
+    if (rc == EMBER_OK && fmt == 1)
         return em_wtxn_commit(&w);
-    em_wtxn_abort(&w);
+    em_wtxn_abort(&w);          /* fmt 2: another process was first */
     return rc;
 }
 
