@@ -16,8 +16,7 @@
 **    Ember creates gets its blocks first, so a full disk is ENOSPC.
 **  - A refused open: which of the directory and its two files this user
 **    may not read or write.
-**
-**  - a database that went back in time (issue 15): LMDB opens the meta
+**  - A database that went back in time (issue 15): LMDB opens the meta
 **    page with the greater txn id, so a flipped high bit of the older
 **    one's id made it open an older snapshot (empty, in the issue) with
 **    nothing to say so. LMDB writes commit N to meta page N & 1, and a

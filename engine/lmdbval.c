@@ -14,7 +14,10 @@
 **    by comparing the record it names, so a damaged one can only miss.
 **  - every key and value LMDB hands back must lie inside the file's pages
 **    as mapped, and within its page (a leaf's node) or its run of overflow
-**    pages, before it is read (em_val_get, em_val_key).
+**    pages, before it is read (em_val_get, em_val_key); a leaf page's
+**    nodes are checked too, the first time a txn meets the page
+**    (engine/lmdbtree.c). lmdb.h does not say where the file is mapped:
+**    em_val_map_locate finds it in /proc/self/maps.
 **  - a format 1 database (no checksums) is read as such when opened
 **    read-only, and upgraded in place, in one write txn, when opened for
 **    writing (em_val_upgrade).
