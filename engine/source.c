@@ -167,6 +167,9 @@ static int src_bases(em_rtxn *r)
         }
         r->vnext[t] = (uint32_t)at;
     }
+    r->nsrc_stacks = 0;
+    for (uint32_t i = 0; i < r->nsrc; i++)
+        r->nsrc_stacks += r->src[i].n[EM_T_STACK] > 0;
     return EMBER_OK;
 }
 
