@@ -17,8 +17,9 @@
 ** pair makes a false match out of reach (10^12 stacks: about 10^-15).
 **
 ** A snapshot maps each hash to the first virtual id it met with it; every
-** merge result of a snapshot with several sources goes through the map,
-** so ids are canonical for the snapshot's whole life. Blocks' node hashes
+** merge of a snapshot with several sources holding stacks moves each sum
+** to its canonical stack before the result is made (engine/read.c), so
+** ids are canonical for the snapshot's whole life. Blocks' node hashes
 ** are computed once per open block (one pass over its tables); the head's
 ** per snapshot, location by location, as merges meet them.
 */
@@ -293,15 +294,13 @@ static int canon_make(em_rtxn *r, em_canon **out)
     return EMBER_OK;
 }
 
-/* The content hash of virtual stack VID of R. */
-static int stack_hash(em_rtxn *r, em_canon *c, uint32_t vid, em_h128 *h)
+/* The content hash of stack LOCAL of source SRC of R. */
+static int stack_hash(em_rtxn *r, em_canon *c, uint32_t src, uint32_t local,
+                      em_h128 *h)
 {
     const em_h128 *nodes;
-    uint32_t src, local;
-    int rc = em_src_find(r, EM_T_STACK, vid, &src, &local);
+    int rc;
 
-    if (rc != EMBER_OK)
-        return rc;
     if (r->src[src].kind == EM_SRC_HEAD)
         return head_stack(r, c, local, h);
     if ((rc = em_src_node_hashes(&r->src[src], &nodes)) == EMBER_OK)
@@ -309,53 +308,22 @@ static int stack_hash(em_rtxn *r, em_canon *c, uint32_t vid, em_h128 *h)
     return rc;
 }
 
-typedef struct idval {
-    uint32_t id;
-    int64_t v;
-} idval;
-
-static int idval_cmp(const void *a, const void *b)
+int em_canon_stack(em_rtxn *r, uint32_t src, uint32_t local, uint32_t *vid)
 {
-    uint32_t x = ((const idval *)a)->id, y = ((const idval *)b)->id;
-    return (x > y) - (x < y);
-}
+    uint32_t own = r->src[src].base[EM_T_STACK] + local;
+    canon_ent *e;
+    em_h128 h;
+    bool found;
+    int rc = r->canon == NULL ? canon_make(r, &r->canon) : EMBER_OK;
 
-int em_canon_merged(em_rtxn *r, uint32_t *ids, int64_t *vals, size_t *n)
-{
-    idval *t = em_malloc(*n * sizeof *t + 1);
-    size_t k = 0;
-    int rc = t == NULL ? em_err(EMBER_ENOMEM, "merge: %zu stacks", *n)
-                       : EMBER_OK;
-
-    if (rc == EMBER_OK && r->canon == NULL)
-        rc = canon_make(r, &r->canon);
-    for (size_t i = 0; i < *n && rc == EMBER_OK; i++) {
-        em_h128 h;
-        canon_ent *e;
-        bool found;
-        if ((rc = stack_hash(r, r->canon, ids[i], &h)) != EMBER_OK)
-            break;
-        if ((e = ctab_insert(&r->canon->tab, h.a, &h, &found)) == NULL) {
-            rc = EMBER_ENOMEM;
-            break;
-        }
-        if (!found)
-            *e = (canon_ent){ h, ids[i], 1 };
-        t[i] = (idval){ e->vid, vals[i] };
-    }
-    if (rc == EMBER_OK && *n > 0) {
-        qsort(t, *n, sizeof *t, idval_cmp);
-        for (size_t i = 0; i < *n; i++) {   /* sums of one sign's values
-                                            ** fit: no subset overflows */
-            if (k > 0 && ids[k - 1] == t[i].id) {
-                vals[k - 1] = em_add_wrap(vals[k - 1], t[i].v);
-                continue;
-            }
-            ids[k] = t[i].id;
-            vals[k++] = t[i].v;
-        }
-        *n = k;
-    }
-    em_free(t);
-    return rc;
+    if (rc == EMBER_OK)
+        rc = stack_hash(r, r->canon, src, local, &h);
+    if (rc != EMBER_OK)
+        return rc;
+    if ((e = ctab_insert(&r->canon->tab, h.a, &h, &found)) == NULL)
+        return EMBER_ENOMEM;
+    if (!found)
+        *e = (canon_ent){ h, own, 1 };
+    *vid = e->vid;
+    return EMBER_OK;
 }

@@ -1177,6 +1177,72 @@ static int merge_acc_run(merge_acc *m, query *q)
     return rc;
 }
 
+/* The sums of source SRC: made (zeroed) when it has none yet. */
+static int merge_sums(merge_acc *m, uint32_t src, int64_t **sum,
+                      uint64_t **seen, size_t *n)
+{
+    int rc = EMBER_OK;
+
+    if (src == 0) {
+        *sum = m->sum;
+        *seen = m->seen;
+        *n = m->nstacks;
+        return EMBER_OK;
+    }
+    if (m->bs[src].sum == NULL) {
+        int64_t *cs = m->csum;      /* merge_source points at it: keep the
+                                    ** current source current */
+        uint64_t *cn = m->cseen;
+        rc = merge_source(m, src, m->from, m->to);
+        m->csum = cs;
+        m->cseen = cn;
+    }
+    *sum = m->bs[src].sum;
+    *seen = m->bs[src].seen;
+    *n = m->bs[src].n;
+    return rc;
+}
+
+/* Moves every sum to its stack's canonical id (engine/canon.c): where the
+** same stack was summed in several sources, the sums meet in the source
+** the snapshot first met it in, so the result has each stack once and,
+** collected source by source, stays in id order with no sort. */
+static int merge_canon(merge_acc *m)
+{
+    em_rtxn *r = m->r;
+    int rc = EMBER_OK;
+
+    for (uint32_t i = 0; i < m->nbs && rc == EMBER_OK; i++) {
+        int64_t *sum, *to;
+        uint64_t *seen, *tseen;
+        size_t n, tn;
+        if ((i > 0 && m->bs[i].sum == NULL) ||
+            (rc = merge_sums(m, i, &sum, &seen, &n)) != EMBER_OK)
+            continue;
+        for (size_t w = 0; w < (n + 63) / 64 && rc == EMBER_OK; w++)
+            for (uint64_t bits = seen[w]; bits != 0 && rc == EMBER_OK;
+                 bits &= bits - 1) {
+                uint32_t l = (uint32_t)(w * 64 + (size_t)__builtin_ctzll(bits));
+                uint32_t vid, src, local;
+                rc = em_canon_stack(r, i, l, &vid);
+                if (rc != EMBER_OK ||
+                    vid == r->src[i].base[EM_T_STACK] + l)
+                    continue;
+                rc = em_src_find(r, EM_T_STACK, vid, &src, &local);
+                if (rc == EMBER_OK)
+                    rc = merge_sums(m, src, &to, &tseen, &tn);
+                if (rc != EMBER_OK)
+                    break;
+                /* sums of one sign's values fit: no part of them overflows */
+                to[local] = em_add_wrap(to[local], sum[l]);
+                tseen[local >> 6] |= 1ull << (local & 63);
+                sum[l] = 0;
+                seen[w] &= ~(1ull << (l & 63));
+            }
+    }
+    return rc;
+}
+
 /* The stacks M summed: how many, and (OUT not NULL) each virtual id and
 ** sum, by source then id, with the sums' check (issue 12). */
 static size_t merge_collect(merge_acc *m, uint32_t *ids, int64_t *vals,
@@ -1214,10 +1280,18 @@ static size_t merge_collect(merge_acc *m, uint32_t *ids, int64_t *vals,
 ** one stack (engine/canon.c), under the id the snapshot gave it first. */
 static int merge_finish(merge_acc *m, ember_merged **out)
 {
-    ember_merged *r = em_calloc(1, sizeof *r);
-    size_t n = merge_collect(m, NULL, NULL, NULL);
+    ember_merged *r;
+    size_t n;
     bool ovf = false;
     int rc = EMBER_OK;
+
+    if (m->r->nsrc_stacks > 1 &&    /* else every id is its stack's own */
+        (rc = merge_canon(m)) != EMBER_OK) {
+        merge_acc_reset(m);
+        return rc;
+    }
+    r = em_calloc(1, sizeof *r);
+    n = merge_collect(m, NULL, NULL, NULL);
 
     if (r != NULL) {
         r->stacks = em_malloc(n * sizeof *r->stacks + 1);
@@ -1232,9 +1306,6 @@ static int merge_finish(merge_acc *m, ember_merged **out)
     if (ovf)
         rc = em_err(EMBER_ELIMIT, "merge: the values of its %zu stacks sum "
                     "past the 64-bit range (merge fewer profiles)", n);
-    if (rc == EMBER_OK && m->r->nsrc_stacks > 1)    /* one source with
-                                                    ** stacks: ids unique */
-        rc = em_canon_merged(m->r, r->stacks, r->values, &r->n);
     r->nseries = m->sseen != NULL ?
                  roaring_bitmap_get_cardinality(m->sseen) : m->nseries;
     r->nprofiles = m->nprofiles;

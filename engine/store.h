@@ -680,10 +680,9 @@ struct em_block_info;
 /* The content hashes of every node of a block's tree, as a new *OUT. */
 int em_block_hashes_make(const struct em_block_syms *y,
                          const struct em_block_info *in, em_h128 **out);
-/* Maps the N stacks IDS (virtual ids of R, ascending, with values VALS)
-** onto their canonical ids, summing those that meet, sorted again; *N
-** becomes the count left. */
-int em_canon_merged(em_rtxn *r, uint32_t *ids, int64_t *vals, size_t *n);
+/* The canonical virtual id of stack LOCAL of source SRC: the virtual id
+** under which R first met its content. */
+int em_canon_stack(em_rtxn *r, uint32_t src, uint32_t local, uint32_t *vid);
 void em_canon_free(em_canon *c);
 
 /* ---- catalog.c: the blocks a database holds ------------------------------ */
