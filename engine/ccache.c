@@ -370,6 +370,14 @@ void em_ccache_memo_put(em_ccache *c, em_cent *e, uint64_t keep_id,
     memcpy(m, list, (size_t)n * sizeof *m);
     pthread_mutex_lock(&c->mu);
     old = e->memo;
+    /* a memo is charged like the arrays: past the budget (evicting what
+    ** other readers used, never E, which EPOCH used) it is not kept */
+    if (!e->dead && n > e->nmemo &&
+        !make_room(c, (uint64_t)(n - e->nmemo) * sizeof *m, e->epoch)) {
+        pthread_mutex_unlock(&c->mu);
+        em_free(m);
+        return;
+    }
     bytes -= (uint64_t)e->nmemo * sizeof *m;    /* wraps when smaller */
     e->memo = m;
     e->nmemo = n;

@@ -197,24 +197,27 @@ static int cut_windows(em_cjob *j, em_rtxn *r, wins *w)
 }
 
 /* Raises block_seq by N in its own commit: ids [*FIRST, *FIRST + N). */
+typedef struct ids_ctx {
+    uint64_t n, first;
+} ids_ctx;
+
+static int ids_txn(em_wtxn *w, void *ctx)
+{
+    ids_ctx *c = ctx;
+    uint64_t seq = 0;
+    int rc = em_meta_get_u64(w->txn, w->db, "block_seq", &seq);
+
+    c->first = seq + 1;
+    return rc == EMBER_OK ? em_meta_put_u64(w->txn, w->db, "block_seq",
+                                            seq + c->n) : rc;
+}
+
 int em_cjob_ids(em_cjob *j, uint64_t n, uint64_t *first)
 {
-    em_wtxn w;
-    uint64_t seq = 0;
-    int rc;
+    ids_ctx c = { n, 0 };
+    int rc = em_write_run(j->db, ids_txn, &c);
 
-    pthread_mutex_lock(&j->db->wlock);
-    rc = em_wtxn_begin(j->db, &w);
-    if (rc == EMBER_OK)
-        rc = em_meta_get_u64(w.txn, j->db, "block_seq", &seq);
-    if (rc == EMBER_OK)
-        rc = em_meta_put_u64(w.txn, j->db, "block_seq", seq + n);
-    if (rc == EMBER_OK)
-        rc = em_wtxn_commit(&w);
-    else if (w.txn != NULL)
-        em_wtxn_abort(&w);
-    pthread_mutex_unlock(&j->db->wlock);
-    *first = seq + 1;
+    *first = c.first;
     return rc;
 }
 
@@ -315,31 +318,31 @@ static int cut_drop(em_cjob *j, em_wtxn *w, const em_cut_list *l)
     return rc;
 }
 
+typedef struct cut_ctx {
+    em_cjob *j;
+    const em_cut_list *l;
+    const made *m;
+} cut_ctx;
+
+static int cut_txn(em_wtxn *w, void *ctx)
+{
+    cut_ctx *c = ctx;
+    int rc = cut_drop(c->j, w, c->l);
+
+    for (size_t i = 0; i < c->m->n && rc == EMBER_OK; i++) {
+        rc = em_catalog_put(w, &c->m->v[i], 0);
+        w->c.profiles -= c->m->v[i].nprofiles;
+        w->c.samples -= c->m->v[i].nsamples;
+    }
+    return rc;
+}
+
 /* Commits the cut: the head chunks of L dropped, the blocks of M in. */
 static int cut_commit(em_cjob *j, const em_cut_list *l, const made *m)
 {
-    em_wtxn w;
-    int rc;
+    cut_ctx c = { j, l, m };
 
-    pthread_mutex_lock(&j->db->wlock);
-    for (;;) {
-        rc = em_wtxn_begin(j->db, &w);
-        if (rc == EMBER_OK)
-            rc = cut_drop(j, &w, l);
-        for (size_t i = 0; i < m->n && rc == EMBER_OK; i++) {
-            rc = em_catalog_put(&w, &m->v[i], 0);
-            w.c.profiles -= m->v[i].nprofiles;
-            w.c.samples -= m->v[i].nsamples;
-        }
-        if (rc == EMBER_OK)
-            rc = em_wtxn_commit(&w);
-        else if (w.txn != NULL)
-            em_wtxn_abort(&w);
-        if (rc != EM_EMAPFULL || (rc = em_map_grow(j->db)) != EMBER_OK)
-            break;
-    }
-    pthread_mutex_unlock(&j->db->wlock);
-    return rc;
+    return em_write_run(j->db, cut_txn, &c);
 }
 
 /* One try of the cut: blocks written from a snapshot, then committed. */

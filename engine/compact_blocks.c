@@ -129,13 +129,33 @@ static int gone_ready(em_cjob *j, uint64_t **ids, size_t *n)
     return rc;
 }
 
+typedef struct gone_ctx {
+    const uint64_t *ids;
+    size_t n;
+} gone_ctx;
+
+static int gone_txn(em_wtxn *w, void *ctx)
+{
+    gone_ctx *g = ctx;
+    int rc = EMBER_OK;
+
+    for (size_t i = 0; i < g->n && rc == EMBER_OK; i++) {
+        char key[32];
+        MDB_val k = { 21, key };
+        gone_key(key, sizeof key, g->ids[i]);
+        rc = em_lmdb(mdb_del(w->txn, w->db->dbi[EM_D_META], &k, NULL),
+                     "compact: gone key");
+    }
+    return rc;
+}
+
 /* Removes the files of dropped blocks no reader can open any more, then
 ** their gone_ keys. */
 static int gone_remove(em_cjob *j)
 {
     uint64_t *ids = NULL;
     size_t n = 0;
-    em_wtxn w;
+    gone_ctx g;
     int rc = gone_ready(j, &ids, &n);
 
     if (rc != EMBER_OK || n == 0) {
@@ -144,20 +164,9 @@ static int gone_remove(em_cjob *j)
     }
     for (size_t i = 0; i < n; i++)
         block_unlink(j, ids[i]);
-    pthread_mutex_lock(&j->db->wlock);
-    rc = em_wtxn_begin(j->db, &w);
-    for (size_t i = 0; i < n && rc == EMBER_OK; i++) {
-        char key[32];
-        MDB_val k = { 21, key };
-        gone_key(key, sizeof key, ids[i]);
-        rc = em_lmdb(mdb_del(w.txn, j->db->dbi[EM_D_META], &k, NULL),
-                     "compact: gone key");
-    }
-    if (rc == EMBER_OK)
-        rc = em_wtxn_commit(&w);
-    else if (w.txn != NULL)
-        em_wtxn_abort(&w);
-    pthread_mutex_unlock(&j->db->wlock);
+    g.ids = ids;
+    g.n = n;
+    rc = em_write_run(j->db, gone_txn, &g);
     em_free(ids);
     return rc;
 }
@@ -215,35 +224,38 @@ int em_blocks_sweep(em_cjob *j)
 
 /* ---- committing ------------------------------------------------------------------- */
 
+typedef struct commit_ctx {
+    const em_block_info *add;
+    const uint64_t *made, *del;
+    size_t nadd, ndel;
+} commit_ctx;
+
+static int commit_txn(em_wtxn *w, void *ctx)
+{
+    commit_ctx *c = ctx;
+    int rc = EMBER_OK;
+
+    for (size_t i = 0; i < c->nadd && rc == EMBER_OK; i++)
+        rc = em_catalog_put(w, &c->add[i], c->made[i]);
+    for (size_t i = 0; i < c->ndel && rc == EMBER_OK; i++) {
+        char key[32];
+        gone_key(key, sizeof key, c->del[i]);
+        rc = em_catalog_del(w, c->del[i]);
+        if (rc == EMBER_OK)
+            rc = em_meta_put_u64(w->txn, w->db, key, mdb_txn_id(w->txn));
+    }
+    return rc;
+}
+
 /* In one transaction: the blocks ADD (each made from MADE[i]) enter the
 ** catalog, the blocks DEL leave it (noted gone at this commit). */
 static int blocks_commit(em_cjob *j, const em_block_info *add,
                          const uint64_t *made, size_t nadd,
                          const uint64_t *del, size_t ndel)
 {
-    em_wtxn w;
-    int rc;
+    commit_ctx c = { add, made, del, nadd, ndel };
+    int rc = em_write_run(j->db, commit_txn, &c);
 
-    pthread_mutex_lock(&j->db->wlock);
-    for (;;) {
-        rc = em_wtxn_begin(j->db, &w);
-        for (size_t i = 0; i < nadd && rc == EMBER_OK; i++)
-            rc = em_catalog_put(&w, &add[i], made[i]);
-        for (size_t i = 0; i < ndel && rc == EMBER_OK; i++) {
-            char key[32];
-            gone_key(key, sizeof key, del[i]);
-            rc = em_catalog_del(&w, del[i]);
-            if (rc == EMBER_OK)
-                rc = em_meta_put_u64(w.txn, j->db, key, mdb_txn_id(w.txn));
-        }
-        if (rc == EMBER_OK)
-            rc = em_wtxn_commit(&w);
-        else if (w.txn != NULL)
-            em_wtxn_abort(&w);
-        if (rc != EM_EMAPFULL || (rc = em_map_grow(j->db)) != EMBER_OK)
-            break;
-    }
-    pthread_mutex_unlock(&j->db->wlock);
     if (rc == EMBER_OK)
         j->rep->blocks_removed += ndel;
     return rc == EMBER_OK ? gone_remove(j) : rc;

@@ -280,6 +280,27 @@ int em_wtxn_commit(em_wtxn *w)
     return rc;
 }
 
+int em_write_run(ember_db *db, int (*fn)(em_wtxn *w, void *ctx), void *ctx)
+{
+    em_wtxn w;
+    int rc;
+
+    pthread_mutex_lock(&db->wlock);
+    for (;;) {
+        rc = em_wtxn_begin(db, &w);
+        if (rc == EMBER_OK)
+            rc = fn(&w, ctx);
+        if (rc == EMBER_OK)
+            rc = em_wtxn_commit(&w);
+        else if (w.txn != NULL)
+            em_wtxn_abort(&w);
+        if (rc != EM_EMAPFULL || (rc = em_map_grow(db)) != EMBER_OK)
+            break;
+    }
+    pthread_mutex_unlock(&db->wlock);
+    return rc;
+}
+
 void em_wtxn_abort(em_wtxn *w)
 {
     if (w->txn != NULL) {

@@ -380,10 +380,11 @@ int em_matcher_check(const ember_matcher *m)
     return em_label_name_check(m->name);
 }
 
-/* ANDs matcher M into ACC. */
-static int matcher_apply(em_rtxn *r, const ember_matcher *m,
+/* ANDs matcher M into ACC (em_match_fn, on the head: CTX is the rtxn). */
+static int matcher_apply(void *ctx, const ember_matcher *m,
                          const roaring_bitmap_t *all, roaring_bitmap_t *acc)
 {
+    em_rtxn *r = ctx;
     roaring_bitmap_t *pos = NULL;
     int rc = em_matcher_check(m);
 
@@ -409,16 +410,16 @@ int em_selector_check(const ember_selector *sel)
     return EMBER_OK;
 }
 
-int em_select_series(em_rtxn *r, const ember_selector *sel,
-                     roaring_bitmap_t **out)
+int em_select_with(uint32_t nseries, const ember_selector *sel,
+                   em_match_fn apply, void *ctx, roaring_bitmap_t **out)
 {
     roaring_bitmap_t *all, *acc;
     int rc = EMBER_OK;
 
     *out = NULL;
     /* from_range refuses an empty range: start from an empty bitmap. */
-    all = r->next[EM_T_SERIES] == 0 ? roaring_bitmap_create()
-          : roaring_bitmap_from_range(0, r->next[EM_T_SERIES], 1);
+    all = nseries == 0 ? roaring_bitmap_create()
+          : roaring_bitmap_from_range(0, nseries, 1);
     acc = all != NULL ? roaring_bitmap_copy(all) : NULL;
     if (acc == NULL) {
         if (all != NULL)
@@ -427,11 +428,11 @@ int em_select_series(em_rtxn *r, const ember_selector *sel,
     }
     if (sel != NULL && sel->type != NULL) {
         ember_matcher tm = { EM_TYPE_LABEL, sel->type, EMBER_MATCH_EQ };
-        rc = matcher_apply(r, &tm, all, acc);
+        rc = apply(ctx, &tm, all, acc);
     }
     for (size_t i = 0; sel != NULL && i < sel->nmatchers && rc == EMBER_OK &&
          !roaring_bitmap_is_empty(acc); i++)
-        rc = matcher_apply(r, &sel->matchers[i], all, acc);
+        rc = apply(ctx, &sel->matchers[i], all, acc);
     roaring_bitmap_free(all);
     if (rc != EMBER_OK) {
         roaring_bitmap_free(acc);
@@ -439,6 +440,12 @@ int em_select_series(em_rtxn *r, const ember_selector *sel,
     }
     *out = acc;
     return EMBER_OK;
+}
+
+int em_select_series(em_rtxn *r, const ember_selector *sel,
+                     roaring_bitmap_t **out)
+{
+    return em_select_with(r->next[EM_T_SERIES], sel, matcher_apply, r, out);
 }
 
 /* ---- focus: stacks through functions ------------------------------------------ */

@@ -363,9 +363,10 @@ static int bmatch_positive(em_src *s, const ember_matcher *m,
     return rc;
 }
 
-static int bmatch_apply(em_src *s, const ember_matcher *m,
+static int bmatch_apply(void *ctx, const ember_matcher *m,
                         const roaring_bitmap_t *all, roaring_bitmap_t *acc)
 {
+    em_src *s = ctx;
     roaring_bitmap_t *pos = roaring_bitmap_create();
     int rc = pos == NULL ? em_err(EMBER_ENOMEM, "matcher bitmap")
                          : em_matcher_check(m);
@@ -386,32 +387,9 @@ static int bmatch_apply(em_src *s, const ember_matcher *m,
 static int block_select(em_src *s, const ember_selector *sel,
                         roaring_bitmap_t **out)
 {
-    uint32_t ns = s->n[EM_T_SERIES];
-    roaring_bitmap_t *all = ns == 0 ? roaring_bitmap_create()
-                            : roaring_bitmap_from_range(0, ns, 1);
-    roaring_bitmap_t *acc = all != NULL ? roaring_bitmap_copy(all) : NULL;
-    int rc = EMBER_OK;
+    int rc = em_select_with(s->n[EM_T_SERIES], sel, bmatch_apply, s, out);
 
-    *out = NULL;
-    if (acc == NULL) {
-        if (all != NULL)
-            roaring_bitmap_free(all);
-        return em_err(EMBER_ENOMEM, "series bitmap");
-    }
-    if (sel != NULL && sel->type != NULL) {
-        ember_matcher tm = { EM_TYPE_LABEL, sel->type, EMBER_MATCH_EQ };
-        rc = bmatch_apply(s, &tm, all, acc);
-    }
-    for (size_t i = 0; sel != NULL && i < sel->nmatchers && rc == EMBER_OK &&
-         !roaring_bitmap_is_empty(acc); i++)
-        rc = bmatch_apply(s, &sel->matchers[i], all, acc);
-    roaring_bitmap_free(all);
-    if (rc != EMBER_OK) {
-        roaring_bitmap_free(acc);
-        return em_err_prefix(rc, "block %016llx", (unsigned long long)s->id);
-    }
-    *out = acc;
-    return EMBER_OK;
+    return em_err_prefix(rc, "block %016llx", (unsigned long long)s->id);
 }
 
 int em_src_select(em_rtxn *r, uint32_t src, const ember_selector *sel,

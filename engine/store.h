@@ -357,6 +357,10 @@ int em_wtxn_begin(ember_db *db, em_wtxn *w);
 /* Commits (FLUSH first) or aborts W's txn; frees its scratch. */
 int em_wtxn_commit(em_wtxn *w);
 void em_wtxn_abort(em_wtxn *w);
+/* Runs FN(W, CTX) in a write txn of its own under DB's writer lock and
+** commits it; a full map is grown and FN run again from the start (so FN
+** must not keep state between tries); FN's error aborts it. */
+int em_write_run(ember_db *db, int (*fn)(em_wtxn *w, void *ctx), void *ctx);
 /* Grows the map (doubling); call with no txn of this thread active. */
 int em_map_grow(ember_db *db);
 int em_meta_get_u64(MDB_txn *txn, ember_db *db, const char *key,
@@ -570,6 +574,14 @@ int em_selector_check(const ember_selector *sel);
 /* The series SEL's type and matchers select, ignoring its range. */
 int em_select_series(em_rtxn *r, const ember_selector *sel,
                      roaring_bitmap_t **out);
+/* ANDs matcher M into ACC, the series of a source (ALL: every one). */
+typedef int (*em_match_fn)(void *ctx, const ember_matcher *m,
+                           const roaring_bitmap_t *all,
+                           roaring_bitmap_t *acc);
+/* The series, of NSERIES in a source, that SEL's type and matchers
+** select, each matcher applied by APPLY(CTX, ...). */
+int em_select_with(uint32_t nseries, const ember_selector *sel,
+                   em_match_fn apply, void *ctx, roaring_bitmap_t **out);
 /* The stacks through any function whose name matches REGEX (a literal
 ** compares string ids, the others run over every function name). */
 int em_focus_stacks(em_rtxn *r, const char *regex, roaring_bitmap_t **out);
