@@ -15,27 +15,12 @@ typedef struct compact_args {
     ember_compact_opts o;
 } compact_args;
 
-static int duration_opt(const char *opt, const char *arg, int64_t *out)
-{
-    *out = 0;
-    if (strcmp(arg, "0") == 0)
-        return 0;
-    if (em_duration_parse(arg, out) != EMBER_OK || *out <= 0)
-        return em_cli_fail(2, "compact", "%s %s: expected a duration such "
-                           "as 1h or 2d, or 0", opt, arg);
-    return 0;
-}
-
-static int compact_option(compact_args *a, int c, const char *arg)
+static int compact_option(compact_args *a, int c, const char *name,
+                          const char *arg)
 {
     switch (c) {
     case 'd': a->dir = arg; return 0;
-    case 'H': return duration_opt("--head", arg, &a->o.head_ms);
-    case 'B':
-        if (duration_opt("--block", arg, &a->o.block_ms) != 0)
-            return 2;
-        return a->o.block_ms > 0 ? 0
-               : em_cli_fail(2, "compact", "--block 0: a block spans time");
+    case EM_OPT_COMPACT: return em_compact_opt("compact", name, arg, &a->o);
     case 'n': a->o.dry_run = 1; return 0;
     default: return em_cli_bad_option("compact", c);
     }
@@ -45,18 +30,17 @@ static int compact_argv(compact_args *a, int argc, char **argv)
 {
     static const struct option longs[] = {
         { "dir", required_argument, NULL, 'd' },
-        { "head", required_argument, NULL, 'H' },
-        { "block", required_argument, NULL, 'B' },
+        EM_COMPACT_LONGOPTS(""),
         { "dry-run", no_argument, NULL, 'n' },
         { NULL, 0, NULL, 0 },
     };
-    int c, st;
+    int c, st, li = 0;
 
     memset(a, 0, sizeof *a);
     a->o.sz = sizeof a->o;
     a->o.head_ms = -1;
-    while ((c = getopt_long(argc, argv, ":d:", longs, NULL)) != -1)
-        if ((st = compact_option(a, c, optarg)) != 0)
+    while ((c = getopt_long(argc, argv, ":d:", longs, &li)) != -1)
+        if ((st = compact_option(a, c, longs[li].name, optarg)) != 0)
             return st;
     return em_cli_args("compact", a->dir, argc, argv, 0, 0);
 }
@@ -78,7 +62,7 @@ static void mib(char *buf, size_t n, uint64_t bytes)
 
 static void report_print(const ember_compact_report *r, int dry)
 {
-    char a[32], b[32];
+    char a[32], b[32], line[256];
 
     for (unsigned i = 0; i < r->nsteps; i++) {
         const ember_compact_step *s = &r->steps[i];
@@ -91,12 +75,8 @@ static void report_print(const ember_compact_report *r, int dry)
                : strcmp(s->name, "punch") == 0 ? "bytes freed" : "",
                (long long)s->elapsed_ms);
     }
-    mib(a, sizeof a, r->bytes_before);
-    mib(b, sizeof b, r->bytes_after);
-    printf("%s: %s -> %s on disk; %llu blocks written, %llu profiles "
-           "moved out of the head\n", dry ? "dry run" : "compacted", a, b,
-           (unsigned long long)r->blocks_written,
-           (unsigned long long)r->profiles_moved);
+    em_compact_summary(r, dry, line, sizeof line);
+    printf("%s\n", line);
 }
 
 int em_cmd_compact(int argc, char **argv)

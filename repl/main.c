@@ -138,14 +138,16 @@ const em_cmd em_commands[] = {
     { "serve", "-d DIR [--listen unix:PATH|tcp:[ADDR:]PORT]... "
       "[--token-file F] [--tls-cert F --tls-key F] [--access-log F|-|off] "
       "[--max-body N] [--max-connections N] [--threads N] "
-      "[--idle-timeout S] [--query-timeout D] [--query-memory N]",
+      "[--idle-timeout S] [--query-timeout D] [--query-memory N] "
+      "[--compact-every D] [--compact-head D] [--compact-block D]",
       "serve the database over HTTP until SIGINT or SIGTERM",
       "Answers Ember's HTTP API (docs/protocol.md) on a Unix socket, by\n"
       "default DIR/ember.sock (mode 0600), and on each --listen. TCP binds\n"
       "loopback unless an address is named, which needs --token-file:\n"
       "then every request but /healthz and /readyz must carry\n"
       "Authorization: Bearer TOKEN. SIGINT or SIGTERM stop accepting,\n"
-      "let the requests in flight finish, sync and exit 0.\n"
+      "let the requests in flight and a compaction in progress finish,\n"
+      "sync and exit 0. docs/server.md is the guide.\n"
       "  --listen L          unix:PATH, tcp:PORT (loopback), tcp:ADDR:PORT\n"
       "                      or tcp:[V6]:PORT; repeat for more\n"
       "  --token-file F      the bearer token, the file's first line\n"
@@ -159,7 +161,12 @@ const em_cmd em_commands[] = {
       "  --idle-timeout S    close a connection idle this long (120)\n"
       "  --query-timeout D   a query's time (default 30s, 0: none): 504;\n"
       "                      a request's timeout parameter may lower it\n"
-      "  --query-memory N    a query's memory (default 1G, 0: none): 422\n",
+      "  --query-memory N    a query's memory (default 1G, 0: none): 422\n"
+      "  --compact-every D   run ember compact in the background every D\n"
+      "                      (default 1h, the first after 0.5 to 1.5 D;\n"
+      "                      0: never); a line per run on stderr\n"
+      "  --compact-head D    each run's --head (default 1h)\n"
+      "  --compact-block D   each run's --block (default 2h)\n",
       em_cmd_serve, false },
     { "stats", "-d DIR|--server URL",
       "print what the database holds and its size",
