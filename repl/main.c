@@ -78,7 +78,8 @@ const em_cmd em_commands[] = {
       em_cmd_record, false },
     { "agent", "-d DIR|--push URL [--frequency 19] [--pid PID] "
       "[--window 10s] [-l k=v]... [-v] [--push-token-file F] "
-      "[--push-buffer SIZE] [--push-spool DIR]",
+      "[--push-buffer SIZE] [--push-spool DIR] [--compact-every 1h] "
+      "[--compact-head 1h] [--compact-block 2h]",
       "profile continuously with eBPF until SIGINT or SIGTERM",
       "What `ember record` does, without an end: it runs until SIGINT or\n"
       "SIGTERM, then writes the last window and exits 0. Meant for a\n"
@@ -91,7 +92,11 @@ const em_cmd em_commands[] = {
       "  --push-buffer SIZE   windows kept on disk while the server is\n"
       "                 away (default 256M); past it the oldest are dropped\n"
       "  --push-spool DIR     where (default DIR/push-spool, or\n"
-      "                 /var/spool/ember/push without -d)\n",
+      "                 /var/spool/ember/push without -d)\n"
+      "  --compact-every D    with -d: run ember compact on DIR in the\n"
+      "                 background every D (default 1h, 0: never); -v\n"
+      "                 says each run\n"
+      "  --compact-head D, --compact-block D  its --head and --block\n",
       em_cmd_agent, false },
     { "query", "-d DIR|--server URL [--from T] [--to T] [--step D] [-o FORMAT] "
       "[--output-file F] [--limit N] [--cum] [--unit U] [--color WHEN] "
