@@ -14,7 +14,9 @@
 **   8  u64 file size             16  i64 min_time  24  i64 max_time
 **  32  i64 resolution_ms         40  u64 profiles  48  u64 samples
 **  56  u32 series                60  u32 stack nodes
-**  64  end
+**  64  u64 made from: the block this one downsamples (0: none, it holds
+**      profiles as stored)
+**  72  end
 ** The catalog record and the block's own footer must agree on id, footer
 ** checksum and size: a snapshot refuses a block that does not.
 */
@@ -24,7 +26,7 @@
 #include "engine/block.h"
 #include "engine/store.h"
 
-#define CAT_REC_LEN 64
+#define CAT_REC_LEN 72
 #define CAT_REC_VERSION 1
 
 static void catalog_key(uint8_t k[8], uint64_t id)
@@ -37,7 +39,8 @@ static uint64_t key_id(const uint8_t k[8])
     return em_get_be64(k);
 }
 
-static void catalog_encode(const em_block_info *b, uint8_t out[CAT_REC_LEN])
+static void catalog_encode(const em_block_info *b, uint64_t made_from,
+                           uint8_t out[CAT_REC_LEN])
 {
     memset(out, 0, CAT_REC_LEN);
     out[0] = CAT_REC_VERSION;
@@ -51,6 +54,7 @@ static void catalog_encode(const em_block_info *b, uint8_t out[CAT_REC_LEN])
     em_put_le64(out + 48, b->nsamples);
     em_put_le32(out + 56, b->nseries);
     em_put_le32(out + 60, b->nnodes);
+    em_put_le64(out + 64, made_from);
 }
 
 static int catalog_decode(const uint8_t *k, size_t klen, const uint8_t *v,
@@ -74,7 +78,10 @@ static int catalog_decode(const uint8_t *k, size_t klen, const uint8_t *v,
     out->nsamples = em_get_le64(v + 48);
     out->nseries = em_get_le32(v + 56);
     out->nnodes = em_get_le32(v + 60);
-    if (out->min_time > out->max_time || out->resolution_ms < 0)
+    out->made_from = em_get_le64(v + 64);
+    if (out->min_time > out->max_time || out->resolution_ms < 0 ||
+        (out->made_from != 0) != (out->resolution_ms > 0) ||
+        out->made_from >= out->id)
         return EM_CORRUPT("catalog: block %016llx: times %lld..%lld, "
                           "resolution %lld", (unsigned long long)out->id,
                           (long long)out->min_time, (long long)out->max_time,
@@ -129,13 +136,13 @@ int em_catalog_each(em_rtxn *r, size_t *cap)
     return em_catalog_walk(r->txn, r->db, each_block, &e);
 }
 
-int em_catalog_put(em_wtxn *w, const em_block_info *b)
+int em_catalog_put(em_wtxn *w, const em_block_info *b, uint64_t made_from)
 {
     uint8_t key[8], val[CAT_REC_LEN];
     MDB_val k = { sizeof key, key }, d = { sizeof val, val };
 
     catalog_key(key, b->id);
-    catalog_encode(b, val);
+    catalog_encode(b, made_from, val);
     return em_lmdb(mdb_put(w->txn, w->db->dbi[EM_D_BLOCK], &k, &d, 0),
                    "catalog put");
 }

@@ -33,18 +33,8 @@
 
 #define DEFAULT_HEAD_MS (3600 * 1000ll)
 #define DEFAULT_BLOCK_MS (2 * 3600 * 1000ll)
+#define DEFAULT_MERGE_MS (24 * 3600 * 1000ll)
 #define CUT_TRIES 3
-
-typedef struct job {
-    ember_db *db;
-    em_compact_opts o;
-    const ember_compact_opts *in;
-    ember_compact_report *rep;
-    char blocks[4096];
-    int lock_fd;
-    bool in_dry;                    /* a dry run: count, write nothing */
-    uint64_t dry_windows;
-} job;
 
 /* ---- bytes on disk ---------------------------------------------------------------- */
 
@@ -56,7 +46,7 @@ static uint64_t file_du(const char *path)
 }
 
 /* What `du` says of the database directory and its blocks. */
-static uint64_t dir_du(job *j)
+static uint64_t dir_du(em_cjob *j)
 {
     char path[4400];
     uint64_t n = 0;
@@ -87,7 +77,7 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static int step_begin(job *j, const char *name, int64_t *t0)
+static int step_begin(em_cjob *j, const char *name, int64_t *t0)
 {
     ember_compact_step *s;
 
@@ -101,7 +91,7 @@ static int step_begin(job *j, const char *name, int64_t *t0)
     return (int)j->rep->nsteps++;
 }
 
-static void step_end(job *j, int k, int64_t t0, uint64_t items)
+static void step_end(em_cjob *j, int k, int64_t t0, uint64_t items)
 {
     ember_compact_step *s;
 
@@ -113,7 +103,7 @@ static void step_end(job *j, int k, int64_t t0, uint64_t items)
     s->elapsed_ms = (em_mono_ns() - t0) / 1000000;
 }
 
-static void progress(job *j, const char *what, uint64_t done, uint64_t total)
+void em_cjob_progress(em_cjob *j, const char *what, uint64_t done, uint64_t total)
 {
     if (j->in != NULL && j->in->progress != NULL)
         j->in->progress(j->in->ctx, what, done, total);
@@ -121,7 +111,7 @@ static void progress(job *j, const char *what, uint64_t done, uint64_t total)
 
 /* ---- the blocks directory, its lock and its leftovers ------------------------------- */
 
-static int blocks_open(job *j)
+static int blocks_open(em_cjob *j)
 {
     char path[4200];
 
@@ -137,69 +127,6 @@ static int blocks_open(job *j)
         return em_err(errno == EWOULDBLOCK ? EMBER_EBUSY : EMBER_EIO,
                       "%s: another compaction is running", j->db->dir);
     return EMBER_OK;
-}
-
-typedef struct known {
-    uint64_t *ids;
-    size_t n, cap;
-} known;
-
-static int known_add(void *ctx, const em_catalog_rec *rec)
-{
-    known *k = ctx;
-    uint64_t *g = em_grow(k->ids, &k->cap, k->n + 1, sizeof *g);
-
-    if (g == NULL)
-        return em_err(EMBER_ENOMEM, "catalog: %zu blocks", k->n + 1);
-    k->ids = g;
-    k->ids[k->n++] = rec->id;
-    return EMBER_OK;
-}
-
-static bool known_has(const known *k, uint64_t id)
-{
-    for (size_t i = 0; i < k->n; i++)
-        if (k->ids[i] == id)
-            return true;
-    return false;
-}
-
-/* Removes the files of blocks the catalog does not name and temporary
-** files; a block file past block_seq is reported, not removed. */
-static int blocks_sweep(job *j)
-{
-    char path[4400];
-    known k = { 0 };
-    uint64_t seq = 0, id;
-    em_rtxn r;
-    DIR *d;
-    struct dirent *e;
-    bool tmp;
-    int rc = em_rtxn_begin(j->db, &r);
-
-    if (rc == EMBER_OK)
-        rc = em_meta_get_u64(r.txn, j->db, "block_seq", &seq);
-    if (rc == EMBER_OK)
-        rc = em_catalog_walk(r.txn, j->db, known_add, &k);
-    em_rtxn_end(&r);
-    if (rc == EMBER_OK && (d = opendir(j->blocks)) != NULL) {
-        while (rc == EMBER_OK && (e = readdir(d)) != NULL) {
-            if (!em_block_file_id(e->d_name, &id, &tmp))
-                continue;
-            if (!tmp && id > seq)
-                rc = EM_CORRUPT("%s/%s: a block newer than every block this "
-                                "database made (block_seq %llu): its "
-                                "catalog went back in time", j->blocks,
-                                e->d_name, (unsigned long long)seq);
-            else if (tmp || !known_has(&k, id)) {
-                snprintf(path, sizeof path, "%s/%s", j->blocks, e->d_name);
-                unlink(path);
-            }
-        }
-        closedir(d);
-    }
-    em_free(k.ids);
-    return rc;
 }
 
 /* ---- the cut ------------------------------------------------------------------------------- */
@@ -238,7 +165,7 @@ static int i64_cmp(const void *a, const void *b)
 
 /* Lists the windows of R's sealed chunks that hold profiles before the
 ** cut (from the chunk headers: no chunk is decoded). */
-static int cut_windows(job *j, em_rtxn *r, wins *w)
+static int cut_windows(em_cjob *j, em_rtxn *r, wins *w)
 {
     MDB_cursor *cur;
     MDB_val k, d;
@@ -268,7 +195,7 @@ static int cut_windows(job *j, em_rtxn *r, wins *w)
 }
 
 /* Raises block_seq by N in its own commit: ids [*FIRST, *FIRST + N). */
-static int ids_take(job *j, uint64_t n, uint64_t *first)
+int em_cjob_ids(em_cjob *j, uint64_t n, uint64_t *first)
 {
     em_wtxn w;
     uint64_t seq = 0;
@@ -294,7 +221,7 @@ typedef struct made {
     size_t n, cap;
 } made;
 
-static void made_unlink(job *j, const made *m)
+static void made_unlink(em_cjob *j, const made *m)
 {
     char path[4200];
 
@@ -325,7 +252,7 @@ static void cut_list_unique(em_cut_list *l)
 }
 
 /* Re-stores the profiles at or after the cut of the chunk D of SERIES. */
-static int cut_remainder(job *j, em_wtxn *w, uint32_t series,
+static int cut_remainder(em_cjob *j, em_wtxn *w, uint32_t series,
                          const MDB_val *d)
 {
     em_chunk ch;
@@ -353,7 +280,7 @@ static int cut_remainder(job *j, em_wtxn *w, uint32_t series,
 
 /* In W: checks that every chunk of L is as it was read, drops it, keeps
 ** what lies after the cut. EMBER_EBUSY when one changed meanwhile. */
-static int cut_drop(job *j, em_wtxn *w, const em_cut_list *l)
+static int cut_drop(em_cjob *j, em_wtxn *w, const em_cut_list *l)
 {
     int rc = EMBER_OK;
 
@@ -381,7 +308,7 @@ static int cut_drop(job *j, em_wtxn *w, const em_cut_list *l)
 }
 
 /* Commits the cut: the head chunks of L dropped, the blocks of M in. */
-static int cut_commit(job *j, const em_cut_list *l, const made *m)
+static int cut_commit(em_cjob *j, const em_cut_list *l, const made *m)
 {
     em_wtxn w;
     int rc;
@@ -392,7 +319,7 @@ static int cut_commit(job *j, const em_cut_list *l, const made *m)
         if (rc == EMBER_OK)
             rc = cut_drop(j, &w, l);
         for (size_t i = 0; i < m->n && rc == EMBER_OK; i++) {
-            rc = em_catalog_put(&w, &m->v[i]);
+            rc = em_catalog_put(&w, &m->v[i], 0);
             w.c.profiles -= m->v[i].nprofiles;
             w.c.samples -= m->v[i].nsamples;
         }
@@ -408,7 +335,7 @@ static int cut_commit(job *j, const em_cut_list *l, const made *m)
 }
 
 /* One try of the cut: blocks written from a snapshot, then committed. */
-static int cut_try(job *j, made *m, em_cut_list *l)
+static int cut_try(em_cjob *j, made *m, em_cut_list *l)
 {
     wins w = { 0 };
     uint64_t first = 0;
@@ -418,12 +345,12 @@ static int cut_try(job *j, made *m, em_cut_list *l)
     if (rc == EMBER_OK)
         rc = cut_windows(j, &r, &w);
     if (rc == EMBER_OK && w.n > 0 && !j->in_dry)
-        rc = ids_take(j, w.n, &first);
+        rc = em_cjob_ids(j, w.n, &first);
     if (rc == EMBER_OK && w.n > 0 &&
         (m->v = em_calloc(w.n, sizeof *m->v)) == NULL)
         rc = em_err(EMBER_ENOMEM, "compact: %zu blocks", w.n);
     for (size_t i = 0; rc == EMBER_OK && !j->in_dry && i < w.n; i++) {
-        progress(j, "cut", i, w.n);
+        em_cjob_progress(j, "cut", i, w.n);
         rc = em_cut_window(&r, &j->o, w.v[i], first + i, l, &m->v[m->n]);
         if (rc == EMBER_OK && m->v[m->n].nseries > 0)
             m->n++;
@@ -446,7 +373,7 @@ static int cut_try(job *j, made *m, em_cut_list *l)
     return rc;
 }
 
-static int step_cut(job *j, uint64_t *nblocks)
+static int step_cut(em_cjob *j, uint64_t *nblocks)
 {
     int rc = EMBER_EBUSY;
 
@@ -472,7 +399,58 @@ static int step_cut(job *j, uint64_t *nblocks)
 
 /* ---- the job --------------------------------------------------------------------------------- */
 
-static int opts_resolve(job *j, const ember_compact_opts *in)
+/* Checks and compiles the retention rules and the resolutions. */
+static int opts_rules(em_cjob *j, const ember_compact_opts *in)
+{
+    em_compact_opts *o = &j->o;
+    int rc = EMBER_OK;
+
+    o->retention = in->retention;
+    o->nretention = in->retention != NULL ? in->nretention : 0;
+    o->res = in->resolutions;
+    o->nres = in->resolutions != NULL ? in->nresolutions : 0;
+    for (size_t i = 0; i < o->nres; i++)
+        if (o->res[i].resolution_ms < 0 || o->res[i].keep_ms < 0 ||
+            (o->res[i].resolution_ms > 0 &&
+             (o->res[i].resolution_ms % 1000 != 0 ||
+              j->o.merge_ms % o->res[i].resolution_ms != 0)))
+            return em_err(EMBER_EINVAL, "compact: resolution %zu: %lld ms "
+                          "(whole seconds dividing merge_ms %lld)", i,
+                          (long long)o->res[i].resolution_ms,
+                          (long long)j->o.merge_ms);
+    if (o->nretention > 0 &&
+        (o->rx = em_calloc(o->nretention, sizeof *o->rx)) == NULL)
+        return em_err(EMBER_ENOMEM, "compact: retention");
+    for (size_t i = 0; i < o->nretention && rc == EMBER_OK; i++) {
+        const ember_retention *r = &o->retention[i];
+        if (r->keep_ms < 0 || (r->nmatchers > 0 && r->matchers == NULL))
+            return em_err(EMBER_EINVAL, "compact: retention rule %zu", i);
+        if ((o->rx[i] = em_calloc(r->nmatchers + 1, sizeof *o->rx[i])) ==
+            NULL)
+            return em_err(EMBER_ENOMEM, "compact: retention");
+        for (size_t m = 0; m < r->nmatchers && rc == EMBER_OK; m++) {
+            rc = em_matcher_check(&r->matchers[m]);
+            if (rc == EMBER_OK &&
+                (r->matchers[m].op == EMBER_MATCH_RE ||
+                 r->matchers[m].op == EMBER_MATCH_NRE))
+                rc = em_regex_compile(r->matchers[m].value, &o->rx[i][m]);
+        }
+    }
+    return em_err_prefix(rc, "compact: retention");
+}
+
+static void opts_free(em_compact_opts *o)
+{
+    for (size_t i = 0; o->rx != NULL && i < o->nretention; i++) {
+        for (size_t m = 0; o->rx[i] != NULL &&
+             m < o->retention[i].nmatchers; m++)
+            em_regex_free(o->rx[i][m]);
+        em_free(o->rx[i]);
+    }
+    em_free(o->rx);
+}
+
+static int opts_resolve(em_cjob *j, const ember_compact_opts *in)
 {
     int64_t head = DEFAULT_HEAD_MS, span = DEFAULT_BLOCK_MS;
 
@@ -495,10 +473,16 @@ static int opts_resolve(job *j, const ember_compact_opts *in)
     j->o.zstd_level = 19;
     j->o.blocks_dir = j->blocks;
     j->in_dry = in != NULL && in->dry_run;
-    return EMBER_OK;
+    j->o.merge_ms = in != NULL && in->merge_ms > 0 ? in->merge_ms
+                                                  : DEFAULT_MERGE_MS;
+    if (j->o.merge_ms % span != 0)
+        return em_err(EMBER_EINVAL, "compact: merge_ms %lld is not a "
+                      "multiple of block_ms %lld", (long long)j->o.merge_ms,
+                      (long long)span);
+    return in != NULL ? opts_rules(j, in) : EMBER_OK;
 }
 
-static int run_steps(job *j)
+static int run_steps(em_cjob *j)
 {
     int64_t t0;
     uint64_t n = 0;
@@ -513,6 +497,25 @@ static int run_steps(job *j)
         k = step_begin(j, "cut", &t0);
         rc = step_cut(j, &n);
         step_end(j, k, t0, j->in_dry ? j->dry_windows : n);
+    }
+    if (rc == EMBER_OK) {
+        k = step_begin(j, "merge", &t0);
+        rc = em_blocks_merge(j, &n);
+        step_end(j, k, t0, n);
+    }
+    /* copies before retention, which may drop the stored profiles they
+    ** stand for; and again after it, for blocks it rewrote */
+    for (int pass = 0; pass < 2 && rc == EMBER_OK; pass++) {
+        if (j->o.nres > 0) {
+            k = step_begin(j, "downsample", &t0);
+            rc = em_blocks_downsample(j, &n);
+            step_end(j, k, t0, n);
+        }
+        if (rc == EMBER_OK && pass == 0) {
+            k = step_begin(j, "retention", &t0);
+            rc = em_blocks_retention(j, &n);
+            step_end(j, k, t0, n);
+        }
     }
     if (rc == EMBER_OK && !j->in_dry) {
         k = step_begin(j, "gc", &t0);
@@ -531,7 +534,7 @@ EMBER_API int ember_compact(ember_db *db, const ember_compact_opts *opts,
                             ember_compact_report *out)
 {
     ember_compact_report rep;
-    job j;
+    em_cjob j;
     int rc;
 
     em_err_clear();
@@ -555,10 +558,11 @@ EMBER_API int ember_compact(ember_db *db, const ember_compact_opts *opts,
         rc = opts_resolve(&j, opts);
     if (rc == EMBER_OK) {
         rep.bytes_before = dir_du(&j);
-        rc = blocks_sweep(&j);
+        rc = em_blocks_sweep(&j);
     }
     if (rc == EMBER_OK)
         rc = run_steps(&j);
+    opts_free(&j.o);
     rep.bytes_after = dir_du(&j);
     if (j.lock_fd >= 0)
         close(j.lock_fd);           /* releases the flock */

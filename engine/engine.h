@@ -422,6 +422,10 @@ int em_labels_check(const ember_label *labels, size_t n);
 /* Checks a profile type string (5 or 6 colon-separated parts, the 6th
 ** "delta"); EMBER_OK or EINVAL with a message. */
 int em_profile_type_check(const char *type);
+/* True when TYPE's profiles count what happened in their duration (its
+** sixth part is "delta"), so that profiles add up over time; the others
+** are snapshots (gauges) or running totals. */
+bool em_type_is_delta(const char *type);
 
 /* ---- the query layer's reads (engine/read.c) ------------------------------ */
 

@@ -87,6 +87,17 @@ static int punch_record(int fd, size_t psize, const MDB_val *d,
 
 /* Punches what RTXN's free list holds for transactions older than every
 ** reader; the caller holds the write transaction WTXN meanwhile. */
+int em_readers_oldest(ember_db *db, uint64_t *txnid)
+{
+    oldest o = { UINT64_MAX };
+    int dead = 0, mrc = mdb_reader_check(db->env, &dead);
+
+    if (mrc == MDB_SUCCESS && mdb_reader_list(db->env, reader_line, &o) < 0)
+        mrc = EIO;
+    *txnid = o.txnid;
+    return em_lmdb(mrc, "reader table");
+}
+
 static int punch_txn(ember_db *db, MDB_txn *wtxn, MDB_txn *txn,
                      uint64_t *bytes)
 {
@@ -94,11 +105,12 @@ static int punch_txn(ember_db *db, MDB_txn *wtxn, MDB_txn *txn,
     MDB_cursor *cur = NULL;
     MDB_stat st;
     MDB_val k, d;
-    int fd = -1, rc = EMBER_OK, dead = 0;
-    int mrc = mdb_reader_check(db->env, &dead);
+    uint64_t readers;
+    int fd = -1, rc = em_readers_oldest(db, &readers), mrc = MDB_SUCCESS;
 
-    if (mrc == MDB_SUCCESS)
-        mrc = mdb_reader_list(db->env, reader_line, &o) < 0 ? EIO : 0;
+    if (rc != EMBER_OK)
+        return rc;
+    o.txnid = readers < o.txnid ? readers : o.txnid;
     if (mrc == MDB_SUCCESS)
         mrc = mdb_env_stat(db->env, &st);
     if (mrc == MDB_SUCCESS)

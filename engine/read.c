@@ -51,8 +51,9 @@ typedef struct scan {
     uint64_t keep_id;               /* its id in the keep cache, 0: none */
     em_kept *kept;                  /* scratch: one chunk's kept list */
     uint32_t kept_cap;
-    /* Called as each source's scan begins (NULL: nothing to do). */
-    int (*source_fn)(void *ctx, uint32_t src);
+    /* Called as each source's scan begins, for each of its intervals
+    ** (from, to set in the scan); NULL: nothing to do. */
+    int (*source_fn)(void *ctx, uint32_t src, int64_t from, int64_t to);
     uint32_t src;                   /* the source being read */
 } scan;
 
@@ -308,7 +309,8 @@ static int scan_src(scan *s, uint32_t src, const roaring_bitmap_t *series)
     int rc = EMBER_OK;
 
     s->src = src;
-    if (s->source_fn != NULL && (rc = s->source_fn(s->ctx, src)) != EMBER_OK)
+    if (s->source_fn != NULL &&
+        (rc = s->source_fn(s->ctx, src, s->from, s->to)) != EMBER_OK)
         return rc;
     if ((it = roaring_create_iterator(series)) == NULL)
         return em_err(EMBER_ENOMEM, "series iterator");
@@ -331,12 +333,19 @@ static void range_of(const ember_selector *sel, int64_t *from, int64_t *to)
 /* What a read takes from one source: its selected series (local ids;
 ** NULL: the source is skipped, its time range misses the query's) and
 ** the stacks to keep there. */
+#define QSRC_MAX_IV 4
+
 typedef struct qsrc {
     roaring_bitmap_t *series;
     const uint64_t *keep;           /* dense bitset over the source's local
                                     ** stacks; NULL: every stack */
     uint64_t keep_id;               /* its id in the keep cache */
     uint64_t *own_keep;             /* keep, when the query made it */
+    int64_t iv[QSRC_MAX_IV][2];     /* the times read here, inclusive: the
+                                    ** range, or the parts of it this
+                                    ** source stands for (engine/plan of
+                                    ** resolutions below) */
+    int niv;
 } qsrc;
 
 /* Gives *KEEP, *ID the keep set of source SRC for a read whose focus and
@@ -423,6 +432,146 @@ static int query_src(query *q, uint32_t src, const ember_selector *sel,
     return rc;
 }
 
+/* ---- resolutions: which source reads which times ---------------------------- */
+
+/* Compaction keeps downsampled copies of a block beside it (a family: the
+** block and the copies made from it, or the copies alone once retention
+** dropped the block). A query reads each family once: the coarsest copy
+** the caller allows over the whole buckets inside the range, finer ones
+** over what is left at the edges, the block's stored profiles over the
+** rest; the finest member takes whatever the coarser ones left. So a
+** merge's sums equal the stored profiles' at bucket boundaries and read
+** far fewer profiles; bucket widths divide each other (ember_compact
+** checks), so each member gets at most two intervals. */
+
+static int64_t floor_to(int64_t t, int64_t r)
+{
+    return (t / r - (t % r < 0)) * r;
+}
+
+static bool res_allowed(int64_t res, int64_t cap)
+{
+    return res == 0 || cap == -1 || (cap > 0 && cap % res == 0);
+}
+
+/* Adds interval [A, B] to source S's reads (the finest falls back when
+** more would not fit: it reads them all). */
+static bool iv_add(qsrc *s, int64_t a, int64_t b)
+{
+    if (a > b)
+        return true;
+    if (s->niv == QSRC_MAX_IV)
+        return false;
+    s->iv[s->niv][0] = a;
+    s->iv[s->niv++][1] = b;
+    return true;
+}
+
+/* Plans the family whose members are the sources M[0..N), sorted by
+** resolution, coarsest first. */
+static void plan_family(query *q, const uint32_t *m, size_t n, int64_t cap)
+{
+    const em_rtxn *r = q->r;
+    int64_t p[2 * QSRC_MAX_IV + 2][2], lo = INT64_MAX, hi = INT64_MIN;
+    int64_t top = r->src[m[0]].resolution_ms;
+    size_t np = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        lo = r->src[m[i]].min_time < lo ? r->src[m[i]].min_time : lo;
+        hi = r->src[m[i]].max_time > hi ? r->src[m[i]].max_time : hi;
+    }
+    if (top > 0) {                  /* the family's whole span, aligned */
+        lo = floor_to(lo, top);
+        hi = floor_to(hi, top) + top - 1;
+    }
+    p[np][0] = q->from > lo ? q->from : lo;
+    p[np++][1] = q->to < hi ? q->to : hi;
+    for (size_t i = 0; i < n && np > 0; i++) {
+        qsrc *s = &q->qs[m[i]];
+        int64_t res = r->src[m[i]].resolution_ms;
+        int64_t left[2 * QSRC_MAX_IV + 2][2];
+        size_t nl = 0;
+        bool last = i + 1 == n, fit = true;
+        if (!last && !res_allowed(res, cap))
+            continue;
+        for (size_t k = 0; k < np; k++) {
+            int64_t a = p[k][0], b = p[k][1], A = a, B = b;
+            if (!last && res > 0) {
+                A = floor_to(a, res) + (floor_to(a, res) < a ? res : 0);
+                B = floor_to(b - res + 1, res) + res - 1;   /* whole buckets */
+                if (b - res + 1 < a || A > B) {
+                    left[nl][0] = a;
+                    left[nl++][1] = b;
+                    continue;
+                }
+                if (a < A) {
+                    left[nl][0] = a;
+                    left[nl++][1] = A - 1;
+                }
+                if (B < b) {
+                    left[nl][0] = B + 1;
+                    left[nl++][1] = b;
+                }
+            }
+            fit &= iv_add(s, A, B);
+        }
+        if (!fit) {                 /* never with dividing widths: read
+                                    ** everything from the finest */
+            for (size_t k = 0; k < n; k++)
+                q->qs[m[k]].niv = 0;
+            iv_add(&q->qs[m[n - 1]], q->from, q->to);
+            return;
+        }
+        memcpy(p, left, nl * sizeof *left);
+        np = nl;
+    }
+}
+
+static int res_cmp(const void *a, const void *b, void *ctx)
+{
+    const em_rtxn *r = ctx;
+    int64_t x = r->src[*(const uint32_t *)a].resolution_ms;
+    int64_t y = r->src[*(const uint32_t *)b].resolution_ms;
+    return (x < y) - (x > y);       /* coarsest first */
+}
+
+/* Gives each source of Q the times it reads. CAP: the selector's
+** resolution_ms. */
+static int plan_resolutions(query *q, int64_t cap)
+{
+    const em_rtxn *r = q->r;
+    uint32_t *m = em_malloc((size_t)r->nsrc * sizeof *m + 1);
+    uint8_t *done = em_calloc(r->nsrc + 1, 1);
+    int rc = m == NULL || done == NULL
+             ? em_err(EMBER_ENOMEM, "query: %u sources", r->nsrc) : EMBER_OK;
+
+    for (uint32_t i = 0; i < r->nsrc && rc == EMBER_OK; i++) {
+        const em_src *s = &r->src[i];
+        uint64_t root = s->made_from != 0 ? s->made_from : s->id;
+        size_t n = 0;
+        if (done[i])
+            continue;
+        if (s->kind == EM_SRC_HEAD) {
+            if (em_src_overlaps(s, q->from, q->to))
+                iv_add(&q->qs[i], q->from, q->to);
+            continue;
+        }
+        for (uint32_t k = i; k < r->nsrc; k++) {
+            const em_src *t = &r->src[k];
+            if (!done[k] && t->kind == EM_SRC_BLOCK &&
+                (t->made_from != 0 ? t->made_from : t->id) == root) {
+                m[n++] = k;
+                done[k] = 1;
+            }
+        }
+        qsort_r(m, n, sizeof *m, res_cmp, (void *)r);
+        plan_family(q, m, n, cap);
+    }
+    em_free(m);
+    em_free(done);
+    return rc;
+}
+
 /* Starts a query on R (NULL: a snapshot of its own). KF, when not NULL,
 ** gives each source's keep set for SEL's focus and ignore. */
 static int query_begin_on(ember_db *db, em_rtxn *r, const ember_selector *sel,
@@ -445,8 +594,10 @@ static int query_begin_on(ember_db *db, em_rtxn *r, const ember_selector *sel,
     if (rc == EMBER_OK &&
         (q->qs = em_calloc(r->nsrc, sizeof *q->qs)) == NULL)
         rc = em_err(EMBER_ENOMEM, "query: %u sources", r->nsrc);
+    if (rc == EMBER_OK)
+        rc = plan_resolutions(q, sel != NULL ? sel->resolution_ms : 0);
     for (uint32_t i = 0; rc == EMBER_OK && i < r->nsrc; i++)
-        if (em_src_overlaps(&r->src[i], q->from, q->to))
+        if (q->qs[i].niv > 0)
             rc = query_src(q, i, sel, kf, kctx);
     if (rc != EMBER_OK)
         query_end(q);
@@ -468,7 +619,11 @@ static int scan_all(scan *s, const query *q)
             continue;
         s->keep = q->qs[i].keep;
         s->keep_id = q->qs[i].keep_id;
-        rc = scan_src(s, i, q->qs[i].series);
+        for (int k = 0; k < q->qs[i].niv && rc == EMBER_OK; k++) {
+            s->from = q->qs[i].iv[k][0];
+            s->to = q->qs[i].iv[k][1];
+            rc = scan_src(s, i, q->qs[i].series);
+        }
     }
     return rc;
 }
@@ -535,6 +690,7 @@ typedef struct merge_acc {
     uint64_t *cseen;
     uint8_t *in;                    /* scratch: profile in range */
     uint32_t in_cap;
+    int64_t from, to;               /* the interval being read */
     uint32_t last_series;
     roaring_bitmap_t *sseen;        /* canonical series merged, when a
                                     ** snapshot has several sources */
@@ -764,15 +920,14 @@ static int merge_chunk(void *ctx, uint32_t series, const em_chunk *c,
                        const em_kept *kept, uint32_t nkept)
 {
     merge_acc *m = ctx;
-    query *q = m->q;
-    bool whole = c->h.min_time >= q->from && c->h.max_time <= q->to;
+    bool whole = c->h.min_time >= m->from && c->h.max_time <= m->to;
     uint32_t n = c->h.nprofiles;
     int rc;
 
     if (!whole) {
         if ((rc = merge_scratch(m, n)) != EMBER_OK)
             return rc;
-        n = profiles_in_range(c, q->from, q->to, m->in);
+        n = profiles_in_range(c, m->from, m->to, m->in);
     }
     if (n == 0)
         return EMBER_OK;
@@ -972,12 +1127,14 @@ static void merge_acc_free(merge_acc *m)
 
 /* Points M's current sums at source SRC's, made zeroed on first use
 ** (calloc: pages are mapped as the merge touches them). */
-static int merge_source(void *ctx, uint32_t src)
+static int merge_source(void *ctx, uint32_t src, int64_t from, int64_t to)
 {
     merge_acc *m = ctx;
     macc_src *b;
     size_t n;
 
+    m->from = from;
+    m->to = to;
     if (src == 0) {
         m->csum = m->sum;
         m->cseen = m->seen;
@@ -1226,6 +1383,7 @@ struct ember_totals {
 typedef struct tot_acc {
     query *q;
     ember_totals *t;
+    int64_t from, to;               /* the interval being read */
 } tot_acc;
 
 /* Grows the three parallel point arrays alike: each em_grow starts from
@@ -1298,7 +1456,7 @@ static int tot_chunk(void *ctx, uint32_t series, const em_chunk *c,
         vals = t->values + t->np;
     }
     for (uint32_t p = 0; p < c->h.nprofiles; p++) {
-        if (c->time_ms[p] < a->q->from || c->time_ms[p] > a->q->to)
+        if (c->time_ms[p] < a->from || c->time_ms[p] > a->to)
             continue;
         t->times[t->np] = c->time_ms[p];
         t->durations[t->np] = c->duration_ns[p];
@@ -1340,6 +1498,16 @@ static bool tot_before(const ember_totals *t, const tot_series *x,
     if (x->n == 0 || y->n == 0)
         return false;
     return t->times[x->off] < t->times[y->off];
+}
+
+static int tot_source(void *ctx, uint32_t src, int64_t from, int64_t to)
+{
+    tot_acc *a = ctx;
+
+    EM_UNUSED(src);
+    a->from = from;
+    a->to = to;
+    return EMBER_OK;
 }
 
 /* Joins the entries of T that name one series (a series stored in several
@@ -1388,7 +1556,7 @@ static int tot_join(ember_totals *t)
 static int totals_run(query *q, ember_totals **out)
 {
     ember_totals *t = em_calloc(1, sizeof *t);
-    tot_acc a = { q, t };
+    tot_acc a = { q, t, 0, 0 };
     int rc = EMBER_OK;
 
     if (t == NULL)
@@ -1397,7 +1565,7 @@ static int totals_run(query *q, ember_totals **out)
         scan s = { q->r, q->from, q->to,
                    EM_PART_TIMES | (q->filtered ? EM_PART_STACKS |
                    EM_PART_VALUES | EM_PART_PROFILES : EM_PART_TOTALS), 0,
-                   tot_chunk, &a, NULL, 0, NULL, 0, NULL, 0 };
+                   tot_chunk, &a, NULL, 0, NULL, 0, tot_source, 0 };
         rc = scan_all(&s, q);
         em_free(s.kept);
     }
@@ -1492,6 +1660,7 @@ struct ember_iter {
     size_t pi;                      /* profile within cur */
     uint32_t k;                     /* sample within that profile */
     uint32_t src;                   /* the source being loaded */
+    int64_t from, to;               /* and the interval */
 };
 
 static void iter_series_clear(iter_series *s)
@@ -1542,7 +1711,7 @@ static int iter_chunk(void *ctx, uint32_t series, const em_chunk *c,
         return rc;
     s->nch++;
     return iter_take(s, s->tp[s->nch - 1], c->h.nprofiles, it->src,
-                     it->q.from, it->q.to);
+                     it->from, it->to);
 }
 
 static int order_cmp(const void *a, const void *b)
@@ -1582,8 +1751,13 @@ static int iter_load(struct ember_iter *it)
         it->series = it->parts[it->pi_next].canon;
         for (; rc == EMBER_OK && it->pi_next < it->nparts &&
              it->parts[it->pi_next].canon == it->series; it->pi_next++) {
+            const qsrc *qs = &it->q.qs[it->parts[it->pi_next].src];
             s.src = it->src = it->parts[it->pi_next].src;
-            rc = scan_series(&s, it->parts[it->pi_next].local);
+            for (int k = 0; k < qs->niv && rc == EMBER_OK; k++) {
+                s.from = it->from = qs->iv[k][0];
+                s.to = it->to = qs->iv[k][1];
+                rc = scan_series(&s, it->parts[it->pi_next].local);
+            }
         }
     }
     if (rc == EMBER_OK)

@@ -177,6 +177,8 @@ int em_sources_add_block(em_rtxn *r, size_t *cap, const em_catalog_rec *rec)
     if (rc != EMBER_OK)
         return rc;
     src_of_block(&s, h);
+    s.made_from = rec->made_from;
+    s.level = rec->level;
     if ((rc = src_push(r, cap, &s)) != EMBER_OK)
         bhold_unref(r->db, h);
     return rc;

@@ -220,6 +220,8 @@ typedef struct em_src {
     uint32_t base[EM_T_COUNT];      /* virtual id = base + local id */
     int64_t min_time, max_time;     /* head: INT64_MIN, INT64_MAX */
     int64_t resolution_ms;          /* 0: profiles as stored */
+    uint64_t made_from;             /* the block this downsamples, 0: none */
+    uint32_t level;
     uint32_t *scanon;               /* [n[SERIES]]: local series -> its
                                     ** canonical virtual id, UINT32_MAX
                                     ** until asked; made on first use */
@@ -606,6 +608,7 @@ typedef struct em_catalog_rec {
     int64_t min_time, max_time, resolution_ms;
     uint64_t nprofiles, nsamples;
     uint32_t nseries, nnodes;
+    uint64_t made_from;             /* the block it downsamples; 0: none */
 } em_catalog_rec;
 
 /* Calls FN for every record of TXN's catalog, by ascending id. */
@@ -616,9 +619,11 @@ int em_catalog_walk(MDB_txn *txn, ember_db *db,
 int em_catalog_each(em_rtxn *r, size_t *cap);
 /* Adds the block REC names to R's sources, checking the file against it. */
 int em_sources_add_block(em_rtxn *r, size_t *cap, const em_catalog_rec *rec);
-/* Enters block B (what its footer says) in W's catalog, or removes ID. */
+/* Enters block B (what its footer says; MADE_FROM: the block it
+** downsamples, or 0) in W's catalog, or removes ID. */
 struct em_block_info;
-int em_catalog_put(em_wtxn *w, const struct em_block_info *b);
+int em_catalog_put(em_wtxn *w, const struct em_block_info *b,
+                   uint64_t made_from);
 int em_catalog_del(em_wtxn *w, uint64_t id);
 /* DIR/blocks/ID.block, the file of block ID, into BUF (N bytes). */
 void em_block_path(const ember_db *db, uint64_t id, char *buf, size_t n);

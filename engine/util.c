@@ -51,3 +51,9 @@ int em_profile_type_check(const char *type)
                   "profile type \"%s\": expected name:sample_type:"
                   "sample_unit:period_type:period_unit[:delta]", type);
 }
+
+bool em_type_is_delta(const char *type)
+{
+    size_t n = type != NULL ? strlen(type) : 0;
+    return n >= 6 && strcmp(type + n - 6, ":delta") == 0;
+}

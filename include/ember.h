@@ -339,6 +339,13 @@ typedef struct ember_selector {
     const uint32_t *series;     /* only these series ids (any order); NULL:
                                 ** every series the matchers select */
     size_t nseries;
+    /* Where compaction kept downsampled copies (ember_compact_opts'
+    ** resolutions), which copy may stand in for profiles as stored: one
+    ** whose bucket width divides this (a merge's sums are exact over the
+    ** buckets inside the range; stored profiles fill the edges); -1: any,
+    ** the coarsest first; 0: none. Where only copies are left (retention
+    ** dropped the stored profiles), the finest copy is read anyway. */
+    int64_t resolution_ms;
 } ember_selector;
 
 /* One stored sample, as ember_iter_next yields them: ordered by series,
@@ -640,6 +647,22 @@ EMBER_API int ember_verify(ember_db *db, ember_problem_fn fn, void *ctx,
 typedef void (*ember_progress_fn)(void *ctx, const char *what, uint64_t done,
                                   uint64_t total);
 
+/* A retention rule: how long the series it selects are kept. */
+typedef struct ember_retention {
+    const char *type;           /* profile type; '*' matches any run of
+                                ** characters ("memory:*"); NULL: any */
+    const ember_matcher *matchers;  /* and these (NULL: none) */
+    size_t nmatchers;
+    int64_t keep_ms;            /* 0: forever */
+} ember_retention;
+
+/* A resolution kept: profiles as stored (0) or per bucket of this width,
+** and for how long. */
+typedef struct ember_resolution {
+    int64_t resolution_ms;      /* 0: as stored; else a multiple of 1000 */
+    int64_t keep_ms;            /* 0: as long as retention keeps data */
+} ember_resolution;
+
 typedef struct ember_compact_opts {
     size_t sz;                  /* sizeof(ember_compact_opts) */
     int64_t now_ms;             /* 0: the clock */
@@ -650,23 +673,37 @@ typedef struct ember_compact_opts {
     int dry_run;                /* 1: say what would be done, do nothing */
     ember_progress_fn progress; /* NULL: none */
     void *ctx;
+    /* Blocks of a whole window this wide (ending before the cut) are
+    ** merged into one; 0: the default (1 day), a multiple of block_ms. */
+    int64_t merge_ms;
+    /* The first rule that selects a series decides how long it is kept;
+    ** none: kept forever. Data goes in whole blocks: up to merge_ms late. */
+    const ember_retention *retention;
+    size_t nretention;
+    /* The resolutions kept (docs/operations.md): a merged block gets a
+    ** downsampled copy per resolution above 0, and each copy and the
+    ** block itself go when their keep_ms passes; queries read the coarsest
+    ** copy their range and step allow. NULL: profiles as stored only. */
+    const ember_resolution *resolutions;
+    size_t nresolutions;
 } ember_compact_opts;
 
 /* What one step did, in bytes of the database directory. */
 typedef struct ember_compact_step {
-    char name[16];              /* "seal", "cut", "gc", "punch" */
+    char name[16];              /* "seal", "cut", "merge", "downsample",
+                                ** "retention", "gc", "punch" */
     uint64_t bytes_before, bytes_after;
     uint64_t items;             /* what it worked on: heads sealed, blocks
                                 ** written, records dropped, pages freed */
     int64_t elapsed_ms;
 } ember_compact_step;
 
-#define EMBER_COMPACT_MAX_STEPS 8
+#define EMBER_COMPACT_MAX_STEPS 10
 
 typedef struct ember_compact_report {
     size_t sz;                  /* sizeof(ember_compact_report) */
     uint64_t bytes_before, bytes_after;     /* of the directory, on disk */
-    uint64_t blocks_written, profiles_moved;
+    uint64_t blocks_written, profiles_moved, blocks_removed;
     unsigned nsteps;
     ember_compact_step steps[EMBER_COMPACT_MAX_STEPS];
 } ember_compact_report;

@@ -178,6 +178,7 @@ void em_chain_view(const em_pchain *ch, const char *type,
     out->type = type;
     out->focus = ch->focus;
     out->ignore = ch->ignore;
+    out->resolution_ms = -1;        /* a merge is exact over any buckets */
 }
 
 /* Notes a selector's range in the result's evaluated range. */
@@ -758,7 +759,8 @@ static int group_merge(ectx *e, const ember_selector *view, const gitem *it,
 {
     ember_selector sel = { .sz = sizeof sel, .from_ms = view->from_ms,
                            .to_ms = view->to_ms, .focus = view->focus,
-                           .ignore = view->ignore };
+                           .ignore = view->ignore,
+                           .resolution_ms = view->resolution_ms };
     uint32_t *ids;
     int rc = EMBER_OK;
 

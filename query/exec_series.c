@@ -207,6 +207,26 @@ static int total_series(ectx *e, const ember_totals *t, size_t i,
 }
 
 /* total(SEL): P->a is a selector with at most a pushed focus and ignore. */
+/* The downsampled copies points bucketed by STEP from FROM may read: those
+** whose buckets fall whole into one step, that is whose width divides
+** both the step and FROM (their gcd); none without a step, where a point
+** is a profile. */
+static int64_t copy_cap(int64_t step, int64_t from)
+{
+    int64_t a = step, b;
+
+    if (step <= 0)
+        return 0;
+    b = from % step;
+    b = b < 0 ? -b : b;
+    while (b != 0) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
 static int exec_total(ectx *e, const em_plan *p, int64_t step, sset *out)
 {
     const em_pchain *ch = &p->a;
@@ -220,8 +240,11 @@ static int exec_total(ectx *e, const em_plan *p, int64_t step, sset *out)
 
     em_exec_range(e, &ch->sel);
     em_chain_view(ch, ch->sel.node->u.sel.type, &view);
-    if (ch->sel.nearest)
+    view.resolution_ms = copy_cap(step, ch->sel.bucket_from);
+    if (ch->sel.nearest) {          /* instants: profiles as stored */
         view.from_ms = view.to_ms = 0;
+        view.resolution_ms = 0;
+    }
     rc = em_reader_series(e->rd, &view, &set);
     if (rc == EMBER_OK)
         rc = em_reader_totals(e->rd, &view, &t);
@@ -260,18 +283,12 @@ static int exec_total(ectx *e, const em_plan *p, int64_t step, sset *out)
 
 /* ---- rate ------------------------------------------------------------------------- */
 
-static bool type_is_delta(const char *type)
-{
-    size_t n = type != NULL ? strlen(type) : 0;
-    return n >= 6 && strcmp(type + n - 6, ":delta") == 0;
-}
-
 /* The per-second rate of S's points in place. RAW: S's points are
 ** profiles (durations known) and, with STEP, the increases are summed per
 ** bucket from FROM before dividing by the step. */
 static void rate_series(wser *s, bool raw, int64_t step, int64_t from)
 {
-    bool delta = type_is_delta(s->type);
+    bool delta = em_type_is_delta(s->type);
     double step_s = (double)step / 1000.0;
     int64_t prev_t = 0;
     double prev_v = 0;

@@ -180,7 +180,8 @@ const em_cmd em_commands[] = {
       "(unix:PATH or http://HOST:PORT, --token-file F) a server's.\n",
       em_cmd_stats,
       true },
-    { "compact", "-d DIR [--head D] [--block D] [--dry-run]",
+    { "compact", "-d DIR [--head D] [--block D] [--merge D] "
+      "[--retention RULES] [--downsample SPEC] [--dry-run]",
       "move old data into blocks and give space back (the nightly job)",
       "Seals the open heads, moves the profiles older than --head (default\n"
       "1h, 0: all) into immutable, compressed blocks of --block each\n"
@@ -189,7 +190,14 @@ const em_cmd em_commands[] = {
       "the data file. Imports, queries and servers may run meanwhile: they\n"
       "see the database before or after, never between. Prints what each\n"
       "step did; exit 1 with a message naming what failed. --dry-run says\n"
-      "how many blocks it would write. docs/operations.md is the guide.\n",
+      "how many blocks it would write. docs/operations.md is the guide.\n"
+      "  --merge D       merge the blocks of each whole window of D (1d)\n"
+      "  --retention R   how long data is kept: 'memory:*=7d,30d' keeps\n"
+      "                  memory profiles 7 days, the rest 30; a rule is\n"
+      "                  [TYPE glob][{matchers}]=D, the first match wins\n"
+      "  --downsample S  the resolutions kept: 'raw:2d,1m:14d,1h' keeps\n"
+      "                  profiles as stored 2 days, per minute 14, per\n"
+      "                  hour as long as retention does\n",
       em_cmd_compact, false },
     { "verify", "-d DIR", "check every table and chunk; exit 1 on damage",
       "Walks every chunk (checksums, decoding, stack references) and every\n"

@@ -327,6 +327,7 @@ static void test_leftovers(void **state)
     ember_db *db = tu_open(dir, 0);
     ember_compact_opts o = { .sz = sizeof o, .now_ms = T0 + 100 * MIN_MS,
                              .head_ms = 0 };
+    ember_stats st = { .sz = sizeof st };
     uint64_t problems = 0;
 
     (void)state;
@@ -338,7 +339,8 @@ static void test_leftovers(void **state)
     compact_at(db, T0 + 100 * MIN_MS, 0, NULL);
     assert_false(exists(dir, "0000000000000001.block.tmp"));
     assert_false(exists(dir, "0000000000000000.block"));
-    assert_true(exists(dir, "0000000000000001.block"));
+    assert_int_equal(ember_stats_get(db, &st), EMBER_OK);
+    assert_true(st.blocks >= 1);
     assert_int_equal(tu_verify(db), 0);
     touch(dir, "00000000000000ff.block");               /* the future */
     assert_int_equal(ember_verify(db, NULL, NULL, &problems),
@@ -349,6 +351,74 @@ static void test_leftovers(void **state)
     assert_true(exists(dir, "00000000000000ff.block"));    /* kept */
     ember_close(db);
     tu_rmdir(dir);
+}
+
+/* Downsampled copies answer merges and stepped totals as the stored
+** profiles do at bucket boundaries; retention drops by resolution and by
+** rule, in whole blocks. */
+static void test_downsample(void **state)
+{
+    static const ember_resolution res[3] = {
+        { 0, 36 * HOUR_MS }, { MIN_MS * 10, 0 }, { HOUR_MS, 0 } };
+    static const ember_retention keep[2] = {
+        { "memory:*", NULL, 0, 40 * HOUR_MS }, { NULL, NULL, 0, 0 } };
+    char *da = tu_tmpdir("down_a"), *dbd = tu_tmpdir("down_b");
+    ember_db *a = tu_open(da, 0), *b = tu_open(dbd, 0);
+    ember_compact_opts o = { .sz = sizeof o, .now_ms = T0 + 50 * HOUR_MS,
+                             .head_ms = HOUR_MS, .block_ms = 2 * HOUR_MS,
+                             .merge_ms = 24 * HOUR_MS, .resolutions = res,
+                             .nresolutions = 3 };
+    ember_compact_report rep = { .sz = sizeof rep };
+    char *x, *y;
+    tu_out oa, ob;
+
+    (void)state;
+    feed(a, 0, 72 * 60);            /* three days, a profile a minute */
+    feed(b, 0, 72 * 60);
+    assert_int_equal(ember_compact(b, &o, &rep), EMBER_OK);
+    assert_int_equal(tu_verify(b), 0);
+    /* whole hours: the hourly copies stand in, the sums agree */
+    for (int k = 0; k < 2; k++) {
+        tu_out *t = k ? &ob : &oa;
+        ember_db *d = k ? b : a;
+        tu_out_open(t);
+        answer(d, "merge(" CPU "[20h] @ 1732194000)", "collapsed", 0, t->f);
+        answer(d, "merge(" CPU "[3h] @ 1732201234)", "collapsed", 0, t->f);
+        answer(d, "total(" CPU "[30h] @ 1732230000)", "csv", HOUR_MS, t->f);
+        answer(d, "total(" CPU "[5h] @ 1732230000)", "csv", 30 * MIN_MS,
+               t->f);
+        tu_out_close(t);
+    }
+    if (strcmp(oa.text, ob.text) != 0)
+        fail_msg("downsampled answers differ:\n%s\n---\n%s", oa.text,
+                 ob.text);
+    free(oa.text);
+    free(ob.text);
+    /* two days on: the stored profiles of the first day and its memory
+    ** profiles go; the copies still answer the hours */
+    o.now_ms = T0 + 74 * HOUR_MS;
+    o.retention = keep;
+    o.nretention = 2;
+    assert_int_equal(ember_compact(b, &o, &rep), EMBER_OK);
+    assert_true(rep.blocks_removed > 0);
+    assert_int_equal(tu_verify(b), 0);
+    tu_out_open(&oa);
+    tu_out_open(&ob);
+    answer(a, "merge(" CPU "[12h] @ 1732190399)", "collapsed", 0, oa.f);
+    answer(b, "merge(" CPU "[12h] @ 1732190399)", "collapsed", 0, ob.f);
+    answer(b, "merge(" MEM "[12h] @ 1732190399)", "collapsed", 0, ob.f);
+    tu_out_close(&oa);
+    tu_out_close(&ob);
+    x = oa.text;
+    y = ob.text;
+    assert_memory_equal(x, y, strlen(x));   /* CPU: the hours agree */
+    assert_null(strstr(y + strlen(x), ";"));    /* memory: gone */
+    free(x);
+    free(y);
+    ember_close(a);
+    ember_close(b);
+    tu_rmdir(da);
+    tu_rmdir(dbd);
 }
 
 /* ---- concurrency ---------------------------------------------------------- */
@@ -484,10 +554,15 @@ static void kill_child(const char *dir, uint32_t first, int fd)
         if (write(fd, &n, sizeof n) != (ssize_t)sizeof n)
             _exit(4);
         if (n % 7 == 6) {           /* the cut trails the newest by 2 min */
+            static const ember_resolution res[2] = { { 0, 0 },
+                                                     { MIN_MS, 0 } };
             ember_compact_opts co = { .sz = sizeof co,
                                       .now_ms = T0 + (int64_t)n * KSTEP_MS,
                                       .head_ms = 2 * MIN_MS,
-                                      .block_ms = 5 * MIN_MS };
+                                      .block_ms = 5 * MIN_MS,
+                                      .merge_ms = 15 * MIN_MS,
+                                      .resolutions = res,
+                                      .nresolutions = 2 };
             if (ember_compact(db, &co, NULL) != EMBER_OK) {
                 fprintf(stderr, "child: compact: %s\n", ember_errmsg(db));
                 _exit(5);
@@ -571,6 +646,7 @@ int main(void)
         cmocka_unit_test(test_stale_ids),
         cmocka_unit_test(test_result_outlives),
         cmocka_unit_test(test_leftovers),
+        cmocka_unit_test(test_downsample),
         cmocka_unit_test(test_concurrent),
         cmocka_unit_test(test_kill),
     };
