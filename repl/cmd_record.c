@@ -427,11 +427,9 @@ static int record_run(const char *cmd, int argc, char **argv)
     memset(&rep, 0, sizeof rep);
     memset(&r, 0, sizeof r);
     r.cmd = cmd;
-    if ((st = record_parse(&r, argc, argv)) != 0)
-        return st;
-    if ((st = record_ready(&r)) != 0)
-        return st;
-    if (r.push_url != NULL && (st = push_open(&r)) != 0)
+    if ((st = record_parse(&r, argc, argv)) != 0 ||
+        (st = record_ready(&r)) != 0 ||
+        (r.push_url != NULL && (st = push_open(&r)) != 0))
         goto out;
     record_stop = 0;
     signals_catch();
@@ -455,6 +453,7 @@ static int record_run(const char *cmd, int argc, char **argv)
 out:
     push_close(&r);
     em_free(r.push_token);
+    em_compact_args_free(&r.compact.compact);
     return st;
 }
 

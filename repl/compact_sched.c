@@ -1,18 +1,17 @@
 /*
-** repl/compact_sched.c: compaction's command-line options, shared by
-** `ember compact`, `ember serve` and `ember agent`, and the scheduler that
-** runs ember_compact in the background of the last two (issue 15).
+** repl/compact_sched.c: the scheduler that runs ember_compact in the
+** background of `ember serve` and `ember agent` (issue 15), with the
+** options of each run that `ember compact` takes (repl/compact_opts.c).
 **
-** The scheduler is one thread per command. Its first run comes at a
-** random moment between a half and one and a half intervals after the
-** start, so that servers started together (a fleet's deploy) do not
-** compact together, and that a command run for less than half an interval
-** (a test) does not compact at all; then a run every interval, counted
-** from the previous run's planned moment on the monotonic clock. A run
-** longer than the interval skips the moments it covered: runs never
-** overlap. Another process's compaction of the same directory makes
-** ember_compact answer EMBER_EBUSY: said, counted, tried again at the next
-** moment.
+** It is one thread per command. Its first run comes at a random moment
+** between a half and one and a half intervals after the start, so that
+** servers started together (a fleet's deploy) do not compact together,
+** and that a command run for less than half an interval (a test) does not
+** compact at all; then a run every interval, counted from the previous
+** run's planned moment on the monotonic clock. A run longer than the
+** interval skips the moments it covered: runs never overlap. Another
+** process's compaction of the same directory makes ember_compact answer
+** EMBER_EBUSY: said, counted, tried again at the next moment.
 **
 ** Stopping wakes the thread through its condition variable at once. A run
 ** in progress is not cut short (ember_compact has no cancel; each of its
@@ -22,8 +21,6 @@
 ** All the thread's state the commands read (em_compact_sched_stats) is
 ** under the scheduler's lock; ember_compact runs outside it.
 */
-#include <errno.h>
-#include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -38,7 +35,7 @@
 
 struct em_compact_sched {
     ember_db *db;
-    em_compact_sched_opts o;
+    const em_compact_sched_opts *o;     /* the caller's */
     const char *cmd;            /* "serve", "agent": the lines' prefix */
     bool verbose;               /* say successful runs too */
     pthread_t thread;
@@ -51,41 +48,10 @@ struct em_compact_sched {
 
 /* ---- options ------------------------------------------------------------ */
 
-/* "0" or a positive duration into *OUT. */
-static int duration_opt(const char *cmd, const char *name, const char *arg,
-                        int64_t *out)
-{
-    *out = 0;
-    if (strcmp(arg, "0") == 0)
-        return 0;
-    if (em_duration_parse(arg, out) != EMBER_OK || *out <= 0)
-        return em_cli_fail(2, cmd, "--%s %s: expected a duration such as "
-                           "1h or 2d, or 0", name, arg);
-    return 0;
-}
-
-int em_compact_opt(const char *cmd, const char *name, const char *arg,
-                   ember_compact_opts *o)
-{
-    const char *base = strncmp(name, "compact-", 8) == 0 ? name + 8 : name;
-
-    if (strcmp(base, "head") == 0)
-        return duration_opt(cmd, name, arg, &o->head_ms);
-    if (strcmp(base, "block") == 0) {
-        if (duration_opt(cmd, name, arg, &o->block_ms) != 0)
-            return 2;
-        return o->block_ms > 0 ? 0 : em_cli_fail(2, cmd, "--%s 0: a block "
-                                                 "spans time", name);
-    }
-    return em_cli_fail(2, cmd, "--%s: not a compaction option", name);
-}
-
 void em_compact_sched_defaults(em_compact_sched_opts *o)
 {
-    memset(o, 0, sizeof *o);
     o->every_ms = EM_COMPACT_EVERY_MS;
-    o->compact.sz = sizeof o->compact;
-    o->compact.head_ms = -1;    /* ember_compact's default */
+    em_compact_args_init(&o->compact);
 }
 
 int em_compact_every_opt(const char *cmd, const char *arg,
@@ -100,24 +66,6 @@ int em_compact_every_opt(const char *cmd, const char *arg,
                            "of at least %d ms such as 1h, or 0 (none)", arg,
                            EM_COMPACT_EVERY_MIN_MS);
     return 0;
-}
-
-static void mib(char *buf, size_t n, uint64_t bytes)
-{
-    snprintf(buf, n, "%.2f MiB", (double)bytes / (1024.0 * 1024.0));
-}
-
-void em_compact_summary(const ember_compact_report *r, bool dry, char *buf,
-                        size_t n)
-{
-    char a[32], b[32];
-
-    mib(a, sizeof a, r->bytes_before);
-    mib(b, sizeof b, r->bytes_after);
-    snprintf(buf, n, "%s: %s -> %s on disk; %llu blocks written, %llu "
-             "profiles moved out of the head", dry ? "dry run" : "compacted",
-             a, b, (unsigned long long)r->blocks_written,
-             (unsigned long long)r->profiles_moved);
 }
 
 /* ---- clocks ------------------------------------------------------------- */
@@ -182,7 +130,7 @@ static void run_compact(em_compact_sched *s, run_result *r)
     memset(r, 0, sizeof *r);
     r->rep.sz = sizeof r->rep;
     r->start_ms = em_cli_now_ms();
-    r->rc = ember_compact(s->db, &s->o.compact, &r->rep);
+    r->rc = ember_compact(s->db, &s->o->compact.o, &r->rep);
     r->elapsed_ms = mono_ms() - t0;
     if (r->rc != EMBER_OK)
         snprintf(r->error, sizeof r->error, "%s", ember_errmsg(s->db));
@@ -193,7 +141,7 @@ static void run_say(const em_compact_sched *s, const run_result *r)
 {
     char line[512], every[32];
 
-    dur_str(s->o.every_ms, every, sizeof every);
+    dur_str(s->o->every_ms, every, sizeof every);
     if (r->rc == EMBER_OK && s->verbose) {
         em_compact_summary(&r->rep, false, line, sizeof line);
         fprintf(stderr, "ember %s: %s; %lld ms\n", s->cmd, line,
@@ -219,6 +167,7 @@ static void run_count(em_compact_sched *s, const run_result *r)
     if (r->rep.bytes_before > r->rep.bytes_after)
         st->freed_bytes += r->rep.bytes_before - r->rep.bytes_after;
     st->blocks_written += r->rep.blocks_written;
+    st->blocks_removed += r->rep.blocks_removed;
     st->last_ms = r->start_ms;
     st->last_elapsed_ms = r->elapsed_ms;
     st->last_rc = r->rc;
@@ -257,7 +206,7 @@ static void *sched_main(void *arg)
         pthread_mutex_lock(&s->lock);
         run_count(s, &r);
         s->st.running = false;
-        s->next_mono_ms = plan_after(s->next_mono_ms, s->o.every_ms,
+        s->next_mono_ms = plan_after(s->next_mono_ms, s->o->every_ms,
                                      mono_ms());
     }
     pthread_mutex_unlock(&s->lock);
@@ -309,7 +258,7 @@ int em_compact_sched_start(ember_db *db, const em_compact_sched_opts *o,
         return em_cli_fail(1, cmd, "compact: %s", strerror(rc));
     }
     s->db = db;
-    s->o = *o;
+    s->o = o;
     s->cmd = cmd;
     s->verbose = verbose;
     s->st.every_ms = o->every_ms;
@@ -370,7 +319,7 @@ void em_compact_sched_stats_get(em_compact_sched *s,
     if (!s->stop) {             /* the monotonic moment on the wall clock */
         int64_t now = mono_ms();
         out->next_ms = em_cli_now_ms() +
-            (plan_after(s->next_mono_ms, s->o.every_ms, now) - now);
+            (plan_after(s->next_mono_ms, s->o->every_ms, now) - now);
     }
     pthread_mutex_unlock(&s->lock);
 }

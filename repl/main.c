@@ -79,7 +79,8 @@ const em_cmd em_commands[] = {
     { "agent", "-d DIR|--push URL [--frequency 19] [--pid PID] "
       "[--window 10s] [-l k=v]... [-v] [--push-token-file F] "
       "[--push-buffer SIZE] [--push-spool DIR] [--compact-every 1h] "
-      "[--compact-head 1h] [--compact-block 2h]",
+      "[--compact-head D] [--compact-block D] [--compact-merge D] "
+      "[--compact-retention R] [--compact-downsample S]",
       "profile continuously with eBPF until SIGINT or SIGTERM",
       "What `ember record` does, without an end: it runs until SIGINT or\n"
       "SIGTERM, then writes the last window and exits 0. Meant for a\n"
@@ -96,7 +97,9 @@ const em_cmd em_commands[] = {
       "  --compact-every D    with -d: run ember compact on DIR in the\n"
       "                 background every D (default 1h, 0: never); -v\n"
       "                 says each run\n"
-      "  --compact-head D, --compact-block D  its --head and --block\n",
+      "  --compact-head D, --compact-block D, --compact-merge D,\n"
+      "  --compact-retention R, --compact-downsample S\n"
+      "                 each run's options, as ember compact's --head...\n",
       em_cmd_agent, false },
     { "query", "-d DIR|--server URL [--from T] [--to T] [--step D] [-o FORMAT] "
       "[--output-file F] [--limit N] [--cum] [--unit U] [--color WHEN] "
@@ -144,7 +147,9 @@ const em_cmd em_commands[] = {
       "[--token-file F] [--tls-cert F --tls-key F] [--access-log F|-|off] "
       "[--max-body N] [--max-connections N] [--threads N] "
       "[--idle-timeout S] [--query-timeout D] [--query-memory N] "
-      "[--compact-every D] [--compact-head D] [--compact-block D]",
+      "[--compact-every D] [--compact-head D] [--compact-block D] "
+      "[--compact-merge D] [--compact-retention R] "
+      "[--compact-downsample S]",
       "serve the database over HTTP until SIGINT or SIGTERM",
       "Answers Ember's HTTP API (docs/protocol.md) on a Unix socket, by\n"
       "default DIR/ember.sock (mode 0600), and on each --listen. TCP binds\n"
@@ -170,8 +175,10 @@ const em_cmd em_commands[] = {
       "  --compact-every D   run ember compact in the background every D\n"
       "                      (default 1h, the first after 0.5 to 1.5 D;\n"
       "                      0: never); a line per run on stderr\n"
-      "  --compact-head D    each run's --head (default 1h)\n"
-      "  --compact-block D   each run's --block (default 2h)\n",
+      "  --compact-head D, --compact-block D, --compact-merge D,\n"
+      "  --compact-retention R, --compact-downsample S\n"
+      "                      each run's options, as ember compact's\n"
+      "                      --head, --block, ... (see ember help compact)\n",
       em_cmd_serve, false },
     { "stats", "-d DIR|--server URL",
       "print what the database holds and its size",

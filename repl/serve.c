@@ -517,6 +517,7 @@ static void server_free(em_server *s)
         fclose(s->log);
     em_free(s->token);
     em_free(s->stats);
+    em_compact_args_free(&s->opts.compact.compact);
 }
 
 int em_cmd_serve(int argc, char **argv)

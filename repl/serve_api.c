@@ -612,9 +612,9 @@ static int status_last_run(em_resp *rs, const em_compact_sched_stats *c)
                                 : em_buf_json(&rs->body, c->last_error);
     return rc ? rc : em_resp_printf(rs, ",\"ms\":%" PRId64 ",\"bytes_before\":%"
         PRIu64 ",\"bytes_after\":%" PRIu64 ",\"blocks_written\":%" PRIu64
-        ",\"profiles_moved\":%" PRIu64 "}", c->last_elapsed_ms,
-        r->bytes_before, r->bytes_after, r->blocks_written,
-        r->profiles_moved);
+        ",\"profiles_moved\":%" PRIu64 ",\"blocks_removed\":%" PRIu64 "}",
+        c->last_elapsed_ms, r->bytes_before, r->bytes_after,
+        r->blocks_written, r->profiles_moved, r->blocks_removed);
 }
 
 /* "compaction": the background runs (every_s 0: none). */
@@ -627,9 +627,10 @@ static int status_compaction(em_resp *rs, em_server *s)
     if ((rc = em_resp_printf(rs, ",\"compaction\":{\"every_s\":%g,"
             "\"running\":%s,\"runs\":%" PRIu64 ",\"failed\":%" PRIu64
             ",\"busy\":%" PRIu64 ",\"freed_bytes\":%" PRIu64
-            ",\"blocks_written\":%" PRIu64 ",\"next\":",
-            (double)c.every_ms / 1000.0, c.running ? "true" : "false",
-            c.runs, c.failed, c.busy, c.freed_bytes, c.blocks_written)) ||
+            ",\"blocks_written\":%" PRIu64 ",\"blocks_removed\":%" PRIu64
+            ",\"next\":", (double)c.every_ms / 1000.0,
+            c.running ? "true" : "false", c.runs, c.failed, c.busy,
+            c.freed_bytes, c.blocks_written, c.blocks_removed)) ||
         (rc = json_time(rs, c.next_ms)) ||
         (rc = status_last_run(rs, &c)))
         return rc;
@@ -895,12 +896,14 @@ static int metrics_compaction(em_resp *rs, const em_server *s)
         "ember_compaction_freed_bytes_total %" PRIu64 "\n"
         "# TYPE ember_compaction_blocks_written_total counter\n"
         "ember_compaction_blocks_written_total %" PRIu64 "\n"
+        "# TYPE ember_compaction_blocks_removed_total counter\n"
+        "ember_compaction_blocks_removed_total %" PRIu64 "\n"
         "# TYPE ember_compaction_running gauge\n"
         "ember_compaction_running %d\n"
         "# TYPE ember_compaction_last_success_timestamp_seconds gauge\n"
         "ember_compaction_last_success_timestamp_seconds %.3f\n",
-        c.runs, c.failed, c.busy, c.freed_bytes,
-        c.blocks_written, c.running ? 1 : 0, (double)c.last_ok_ms / 1000.0);
+        c.runs, c.failed, c.busy, c.freed_bytes, c.blocks_written,
+        c.blocks_removed, c.running ? 1 : 0, (double)c.last_ok_ms / 1000.0);
 }
 
 static int h_metrics(em_req *rq, em_resp *rs)

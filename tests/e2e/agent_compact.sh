@@ -71,7 +71,7 @@ kill "$fpid" 2> /dev/null; wait "$fpid" 2> /dev/null; fpid=
 [ "$ms" -lt 5000 ] || fail "the agent took $ms ms to stop"
 grep -q '^ember agent: compacting every 1s, the first in [0-9.]*m\?s$' "$tmp/err" ||
   fail "no line announcing the schedule"
-ok='^ember agent: compacted: [0-9.]* MiB -> [0-9.]* MiB on disk; [0-9]* blocks written, [0-9]* profiles moved out of the head; [0-9]* ms$'
+ok='^ember agent: compacted: [0-9.]* MiB -> [0-9.]* MiB on disk; [0-9]* blocks cut from the head, [0-9]* profiles moved out of it, [0-9]* blocks removed; [0-9]* ms$'
 bad='^ember agent: compact: failed after [0-9]* ms: .*; the next try in 1s$'
 nok=$(grep -c "$ok" "$tmp/err") || true
 nbad=$(grep -c "$bad" "$tmp/err") || true
@@ -86,7 +86,7 @@ n=$($EMBER query -d "$db" -o collapsed 'ebpf_cpu:samples:count:cpu:nanoseconds:d
 [ "$n" -gt 0 ] || fail "no samples of the fixture"
 
 # ---- 3. blocks --------------------------------------------------------------------
-nblk=$(grep "$ok" "$tmp/err" | grep -c '; [1-9][0-9]* blocks written') || true
+nblk=$(grep "$ok" "$tmp/err" | grep -c '; [1-9][0-9]* blocks cut') || true
 if [ "$nblk" = 0 ] && [ "$nbad" -gt 0 ]; then
   # the runs are the scheduler's; what they met is the engine's to take
   skip "no compaction wrote a block; the failures were each said and" \

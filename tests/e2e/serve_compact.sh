@@ -10,15 +10,18 @@
 #      lines sorted); a querier running all the while on the first
 #      round's data always gets the first round's answers;
 #   2. /api/v1/status shows the runs, no failure, the blocks and an empty
-#      head; /metrics counts the runs; the log has a line per run;
-#      `ember verify` passes once the server stopped;
+#      head; /metrics counts the runs; the log has a line per run, and
+#      runs merged the blocks of past days; `ember verify` passes once the
+#      server stopped;
 #   3. SIGTERM while a compaction runs: the server says it waits, the run
 #      ends, the exit status is 0, verify passes and the answers are the
 #      ones of before; SIGKILL while one runs: verify passes and the
 #      answers are the ones of before (each step of the run committed
 #      whole or not at all);
-#   4. the options refuse what they cannot do; --compact-every 0 runs
-#      none; `ember stats --server` shows the blocks `ember stats -d` does.
+#   4. the options refuse what they cannot do (--compact-merge,
+#      --compact-retention and --compact-downsample too); --compact-every
+#      0 runs none; `ember stats --server` shows the blocks `ember stats
+#      -d` does.
 set -eu
 EMBER=${EMBER:-build/ember}
 pprof=tests/data/pprof
@@ -145,8 +148,11 @@ grep -q "^ember_compactions_total [1-9]" "$tmp/metrics" || fail "metrics: runs"
 grep -q '^ember_compactions_failed_total 0$' "$tmp/metrics" || fail "metrics: failed"
 grep -q '^ember_compaction_freed_bytes_total [1-9]' "$tmp/metrics" || fail "metrics: freed bytes"
 grep -q '^ember_db_blocks [1-9]' "$tmp/metrics" || fail "metrics: blocks"
-lines=$(grep -c 'ember serve: compacted: .* MiB -> .* MiB on disk; [0-9]* blocks written, [0-9]* profiles moved out of the head; [0-9]* ms$' "$tmp/log") || true
+lines=$(grep -c 'ember serve: compacted: .* MiB -> .* MiB on disk; [0-9]* blocks cut from the head, [0-9]* profiles moved out of it, [0-9]* blocks removed; [0-9]* ms$' "$tmp/log") || true
 [ "$lines" -ge "$runs" ] || fail "$lines log lines for $runs runs"
+# the collapsed rounds lie in past days: their blocks were merged
+grep -q 'profiles moved out of it, [1-9][0-9]* blocks removed' "$tmp/log" ||
+  fail "no run merged blocks"
 serve_stop
 $EMBER verify -d "$db" > "$tmp/verify" 2>&1 || fail "verify: $(tail -3 "$tmp/verify")"
 for t in $types; do
@@ -206,15 +212,18 @@ unchanged "$tmp/big2" "SIGKILL"
 
 # ---- 4. the options --------------------------------------------------------------
 for bad in "--compact-every 10ms" "--compact-every soon" "--compact-head -1h" \
-           "--compact-block 0"; do
+           "--compact-block 0" "--compact-merge x" "--compact-retention 7x" \
+           "--compact-retention {a=}=1d" "--compact-downsample 1m:x"; do
   st=0
   # shellcheck disable=SC2086
   timeout 10 $EMBER serve -d "$tmp/db" $bad 2> "$tmp/err" || st=$?
   [ "$st" = 2 ] || fail "serve $bad: exit $st, not 2"
   grep -q "^ember serve: --compact-" "$tmp/err" || fail "serve $bad: $(cat "$tmp/err")"
 done
-# --compact-every 0: no scheduler, and the status says so
-serve_start "$tmp/db" --listen "unix:$sock" --access-log off --compact-every 0
+# --compact-every 0: no scheduler, and the status says so (the other
+# options are taken all the same)
+serve_start "$tmp/db" --listen "unix:$sock" --access-log off --compact-every 0 \
+  --compact-retention 'memory:*{round="1"}=7d,30d' --compact-downsample raw:2d,1m:14d,1h
 status | grep -q '"compaction":{"every_s":0,"running":false,"runs":0,.*"next":null,"last":null}' ||
   fail "--compact-every 0: $(status)"
 grep -q compacting "$tmp/log" && fail "--compact-every 0 announced a compaction"
