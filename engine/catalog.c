@@ -102,9 +102,9 @@ int em_catalog_walk(MDB_txn *txn, ember_db *db,
     if ((mrc = mdb_cursor_open(txn, db->dbi[EM_D_BLOCK], &cur)) !=
         MDB_SUCCESS)
         return em_lmdb(mrc, "catalog cursor");
-    for (mrc = mdb_cursor_get(cur, &k, &d, MDB_FIRST);
+    for (mrc = em_val_cursor(db, EM_D_BLOCK, cur, &k, &d, MDB_FIRST, &rc);
          mrc == MDB_SUCCESS && rc == EMBER_OK;
-         mrc = mdb_cursor_get(cur, &k, &d, MDB_NEXT)) {
+         mrc = em_val_cursor(db, EM_D_BLOCK, cur, &k, &d, MDB_NEXT, &rc)) {
         em_catalog_rec rec;
         rc = catalog_decode(k.mv_data, k.mv_size, d.mv_data, d.mv_size,
                                &rec);
@@ -139,12 +139,12 @@ int em_catalog_each(em_rtxn *r, size_t *cap)
 int em_catalog_put(em_wtxn *w, const em_block_info *b, uint64_t made_from)
 {
     uint8_t key[8], val[CAT_REC_LEN];
-    MDB_val k = { sizeof key, key }, d = { sizeof val, val };
+    MDB_val k = { sizeof key, key };
 
     catalog_key(key, b->id);
     catalog_encode(b, made_from, val);
-    return em_lmdb(mdb_put(w->txn, w->db->dbi[EM_D_BLOCK], &k, &d, 0),
-                   "catalog put");
+    return em_lmdb(em_val_put(w->txn, w->db, EM_D_BLOCK, &k, val,
+                              sizeof val, 0), "catalog put");
 }
 
 int em_catalog_del(em_wtxn *w, uint64_t id)

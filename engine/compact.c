@@ -174,9 +174,11 @@ static int cut_windows(em_cjob *j, em_rtxn *r, wins *w)
 
     if (mrc != MDB_SUCCESS)
         return em_lmdb(mrc, "compact: chunk cursor");
-    for (mrc = mdb_cursor_get(cur, &k, &d, MDB_FIRST);
+    for (mrc = em_val_cursor(j->db, EM_D_CHUNK, cur, &k, &d, MDB_FIRST,
+                             &rc);
          mrc == MDB_SUCCESS && rc == EMBER_OK;
-         mrc = mdb_cursor_get(cur, &k, &d, MDB_NEXT)) {
+         mrc = em_val_cursor(j->db, EM_D_CHUNK, cur, &k, &d, MDB_NEXT,
+                             &rc)) {
         em_chunk_header h;
         if ((rc = em_chunk_header_read(d.mv_data, d.mv_size, &h)) !=
             EMBER_OK || (h.flags & EM_CHUNK_HEAD) || h.min_time >= j->o.cut)
@@ -189,7 +191,7 @@ static int cut_windows(em_cjob *j, em_rtxn *r, wins *w)
     mdb_cursor_close(cur);
     if (rc == EMBER_OK && mrc != MDB_NOTFOUND)
         rc = em_lmdb(mrc, "compact: chunk scan");
-    if (rc == EMBER_OK)
+    if (rc == EMBER_OK && w->n > 0)
         qsort(w->v, w->n, sizeof *w->v, i64_cmp);
     return rc;
 }
@@ -285,10 +287,16 @@ static int cut_drop(em_cjob *j, em_wtxn *w, const em_cut_list *l)
     int rc = EMBER_OK;
 
     for (size_t i = 0; i < l->n && rc == EMBER_OK; i++) {
-        MDB_val k = { EM_CHUNK_KEY_LEN, l->v[i].key }, d;
+        MDB_val k = { EM_CHUNK_KEY_LEN, l->v[i].key }, raw, d = { 0, NULL };
+        const uint8_t *p = NULL;
         uint32_t series, seq;
         int64_t t;
-        int mrc = mdb_get(w->txn, j->db->dbi[EM_D_CHUNK], &k, &d);
+        int mrc = mdb_get(w->txn, j->db->dbi[EM_D_CHUNK], &k, &raw);
+        if (mrc == MDB_SUCCESS &&
+            (rc = em_val_get(j->db, EM_D_CHUNK, &k, &raw, &p, &d.mv_size)) !=
+            EMBER_OK)
+            return rc;
+        d.mv_data = (void *)p;
         if (mrc == MDB_NOTFOUND || (mrc == MDB_SUCCESS &&
             (d.mv_size != l->v[i].len || d.mv_size < 12 ||
              em_get_le32((const uint8_t *)d.mv_data + 8) != l->v[i].crc)))

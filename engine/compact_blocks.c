@@ -100,10 +100,12 @@ static int gone_ready(em_cjob *j, uint64_t **ids, size_t *n)
     if (rc != EMBER_OK)
         return rc;
     mrc = mdb_cursor_open(r.txn, j->db->dbi[EM_D_META], &cur);
-    for (mrc = mrc ? mrc : mdb_cursor_get(cur, &k, &d, MDB_SET_RANGE);
+    for (mrc = mrc ? mrc : em_val_cursor(j->db, EM_D_META, cur, &k, &d,
+                                         MDB_SET_RANGE, &rc);
          mrc == MDB_SUCCESS && rc == EMBER_OK && k.mv_size == 21 &&
          memcmp(k.mv_data, "gone_", 5) == 0;
-         mrc = mdb_cursor_get(cur, &k, &d, MDB_NEXT)) {
+         mrc = em_val_cursor(j->db, EM_D_META, cur, &k, &d, MDB_NEXT,
+                             &rc)) {
         char hex[17];
         uint64_t t;
         if (d.mv_size != sizeof t)

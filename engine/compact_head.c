@@ -398,9 +398,11 @@ static int window_series(cut *c, gather *g, uint32_t series, int64_t w0,
     if (mrc != MDB_SUCCESS)
         return em_lmdb(mrc, "compact: chunk cursor");
     em_chunk_key(start, series, w0 - (int64_t)c->r->max_span, 0);
-    for (mrc = mdb_cursor_get(cur, &k, &d, MDB_SET_RANGE);
+    for (mrc = em_val_cursor(c->r->db, EM_D_CHUNK, cur, &k, &d,
+                             MDB_SET_RANGE, &rc);
          mrc == MDB_SUCCESS && rc == EMBER_OK;
-         mrc = mdb_cursor_get(cur, &k, &d, MDB_NEXT)) {
+         mrc = em_val_cursor(c->r->db, EM_D_CHUNK, cur, &k, &d, MDB_NEXT,
+                             &rc)) {
         em_chunk_header h;
         uint32_t sid, seq;
         int64_t t;

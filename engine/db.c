@@ -1,8 +1,9 @@
 /*
 ** engine/db.c: opening and closing a database directory, the LMDB
 ** environment and its sub-databases, read and write transactions, growing
-** the map, the format version check, the interval syncer, and the caches
-** a handle's readers share (decoded chunks, focus sets, merge buffers).
+** the map, the format version check (and the upgrade of format 1, in
+** engine/lmdbval.c), the interval syncer, and the caches a handle's
+** readers share (decoded chunks, focus sets, merge buffers).
 **
 ** Invariants: every LMDB txn of this process is taken under resize_lock
 ** shared, so that em_map_grow (exclusive) runs with none active, as
@@ -84,6 +85,8 @@ static int txn_begin_raw(ember_db *db, MDB_txn *parent, unsigned flags,
                           EM_GROW_WAIT_S);
         }
         mrc = mdb_env_set_mapsize(db->env, 0);
+        if (mrc == MDB_SUCCESS)
+            em_val_map_locate(db);  /* the map moved */
         pthread_rwlock_unlock(&db->resize_lock);
         pthread_rwlock_rdlock(&db->resize_lock);
         if (mrc == MDB_SUCCESS)
@@ -92,9 +95,25 @@ static int txn_begin_raw(ember_db *db, MDB_txn *parent, unsigned flags,
     return em_lmdb(mrc, "begin transaction");
 }
 
-static int table_sizes(MDB_txn *txn, ember_db *db, uint32_t next[EM_T_COUNT]);
+static int table_sizes(MDB_txn *txn, ember_db *db, bool lax,
+                       uint32_t next[EM_T_COUNT]);
 
-static int rtxn_begin(ember_db *db, em_rtxn *r, bool blocks)
+/* Table sizes and max_span of R's snapshot; LAX: damaged table ends and
+** meta values are left to verify, which reports them. */
+static int rtxn_sizes(em_rtxn *r, bool lax)
+{
+    int rc = table_sizes(r->txn, r->db, lax, r->next);
+
+    if (rc == EMBER_OK &&
+        (rc = em_meta_get_u64(r->txn, r->db, "max_span", &r->max_span)) ==
+        EMBER_ECORRUPT && lax)
+        rc = EMBER_OK;
+    return rc;
+}
+
+/* em_rtxn_begin; LAX: without the sizes (em_rtxn_sizes); BLOCKS: with
+** the blocks of the catalog as sources. */
+static int rtxn_begin(ember_db *db, em_rtxn *r, bool lax, bool blocks)
 {
     int rc;
 
@@ -102,10 +121,11 @@ static int rtxn_begin(ember_db *db, em_rtxn *r, bool blocks)
     r->db = db;
     pthread_rwlock_rdlock(&db->resize_lock);
     rc = txn_begin_raw(db, NULL, MDB_RDONLY, &r->txn);
-    if (rc == EMBER_OK)
-        rc = table_sizes(r->txn, db, r->next);
-    if (rc == EMBER_OK)
-        rc = em_meta_get_u64(r->txn, db, "max_span", &r->max_span);
+    em_val_map_refresh(db);
+    if (rc == EMBER_OK && db->format < EM_FORMAT_VERSION)
+        rc = em_val_format_same(r->txn, db);
+    if (rc == EMBER_OK && !lax)
+        rc = rtxn_sizes(r, false);
     if (rc == EMBER_OK)
         rc = em_meta_get_u64(r->txn, db, "head_gen", &r->head_gen);
     if (rc == EMBER_OK)
@@ -121,12 +141,26 @@ static int rtxn_begin(ember_db *db, em_rtxn *r, bool blocks)
 
 int em_rtxn_begin(ember_db *db, em_rtxn *r)
 {
-    return rtxn_begin(db, r, true);
+    return rtxn_begin(db, r, false, true);
 }
 
 int em_rtxn_begin_head(ember_db *db, em_rtxn *r)
 {
-    return rtxn_begin(db, r, false);
+    return rtxn_begin(db, r, false, false);
+}
+
+int em_rtxn_begin_lax(ember_db *db, em_rtxn *r)
+{
+    return rtxn_begin(db, r, true, false);
+}
+
+int em_rtxn_sizes(em_rtxn *r)
+{
+    int rc = rtxn_sizes(r, true);
+
+    if (rc == EMBER_OK && r->nsrc > 0)      /* the head's source too */
+        memcpy(r->src[0].n, r->next, sizeof r->next);
+    return rc;
 }
 
 void em_rtxn_end(em_rtxn *r)
@@ -173,6 +207,8 @@ int em_map_grow(ember_db *db)
     mrc = mdb_env_info(db->env, &info);
     if (mrc == MDB_SUCCESS)
         mrc = mdb_env_set_mapsize(db->env, (size_t)info.me_mapsize * 2);
+    if (mrc == MDB_SUCCESS)
+        em_val_map_locate(db);      /* the map moved */
     pthread_rwlock_unlock(&db->resize_lock);
     return em_lmdb(mrc, "growing the map");
 }
@@ -190,6 +226,8 @@ int em_wtxn_begin(ember_db *db, em_wtxn *w)
         return rc;
     pthread_rwlock_rdlock(&db->resize_lock);
     rc = txn_begin_raw(db, NULL, 0, &w->txn);
+    em_val_map_refresh(db);
+    em_val_writer(db);
     if (rc == EMBER_OK)
         rc = em_counters_load(w->txn, db, &w->c);
     if (rc == EMBER_OK)
@@ -210,6 +248,7 @@ static void wtxn_release(em_wtxn *w)
 {
     if (w->db == NULL)
         return;
+    em_val_writer(NULL);
     pthread_rwlock_unlock(&w->db->resize_lock);
     em_staged_free(&w->post);
     em_staged_free(&w->fpost);
@@ -257,53 +296,69 @@ void em_wtxn_abort(em_wtxn *w)
 int em_meta_get_u64(MDB_txn *txn, ember_db *db, const char *key, uint64_t *v)
 {
     MDB_val k = { strlen(key), (void *)key }, d;
-    int mrc = mdb_get(txn, db->dbi[EM_D_META], &k, &d);
+    const uint8_t *p;
+    size_t n;
+    int rc, mrc = mdb_get(txn, db->dbi[EM_D_META], &k, &d);
 
     *v = 0;
     if (mrc == MDB_NOTFOUND)
         return EMBER_OK;
     if (mrc != MDB_SUCCESS)
         return em_lmdb(mrc, "meta");
-    if (d.mv_size != sizeof *v)
-        return EM_CORRUPT("meta \"%s\": %zu bytes, expected 8", key,
-                          d.mv_size);
-    memcpy(v, d.mv_data, sizeof *v);
-    return EMBER_OK;
+    rc = em_val_get(db, EM_D_META, &k, &d, &p, &n);
+    if (rc == EMBER_OK && n != sizeof *v)
+        rc = EM_CORRUPT("meta \"%s\": %zu bytes, expected 8", key, n);
+    if (rc == EMBER_OK)
+        memcpy(v, p, sizeof *v);
+    return rc;
 }
 
 int em_meta_put_u64(MDB_txn *txn, ember_db *db, const char *key, uint64_t v)
 {
-    MDB_val k = { strlen(key), (void *)key }, d = { sizeof v, &v };
-    return em_lmdb(mdb_put(txn, db->dbi[EM_D_META], &k, &d, 0), "meta put");
+    MDB_val k = { strlen(key), (void *)key };
+    return em_lmdb(em_val_put(txn, db, EM_D_META, &k, &v, sizeof v, 0),
+                   "meta put");
 }
 
-/* Number of records of each interned table: one past the last id. */
-static int table_sizes(MDB_txn *txn, ember_db *db, uint32_t next[EM_T_COUNT])
+/* The number of records of table T: one past the last id. The last
+** record's checksum covers its key, so a damaged size fails, unless LAX
+** (verify, which reports the record), where only its key is checked. */
+static int table_size(MDB_txn *txn, ember_db *db, int t, bool lax,
+                      uint32_t *next)
 {
-    for (int t = 0; t < EM_T_COUNT; t++) {
-        MDB_cursor *cur;
-        MDB_val k, d;
-        int mrc = mdb_cursor_open(txn, db->dbi[t], &cur);
-        if (mrc != MDB_SUCCESS)
-            return em_lmdb(mrc, "table size");
-        mrc = mdb_cursor_get(cur, &k, &d, MDB_LAST);
-        mdb_cursor_close(cur);
-        if (mrc == MDB_NOTFOUND) {
-            next[t] = 0;
-            continue;
-        }
-        if (mrc != MDB_SUCCESS)
-            return em_lmdb(mrc, em_table_names[t]);
-        if (k.mv_size != sizeof(uint32_t))
-            return EM_CORRUPT("%s table: key of %zu bytes", em_table_names[t],
-                              k.mv_size);
-        memcpy(&next[t], k.mv_data, sizeof next[t]);
-        if (next[t] == UINT32_MAX)
-            return em_err(EMBER_ELIMIT, "%s table is full",
-                          em_table_names[t]);
-        next[t]++;
-    }
+    MDB_cursor *cur;
+    MDB_val k, d;
+    int rc = EMBER_OK, mrc = mdb_cursor_open(txn, db->dbi[t], &cur);
+
+    if (mrc != MDB_SUCCESS)
+        return em_lmdb(mrc, "table size");
+    mrc = em_val_cursor(db, t, cur, &k, &d, MDB_LAST, &rc);
+    mdb_cursor_close(cur);
+    if (rc != EMBER_OK && lax && (rc = em_val_key(db, t, &k)) == EMBER_OK)
+        mrc = MDB_SUCCESS;
+    *next = 0;
+    if (rc != EMBER_OK || mrc == MDB_NOTFOUND)
+        return rc;
+    if (mrc != MDB_SUCCESS)
+        return em_lmdb(mrc, em_table_names[t]);
+    if (k.mv_size != sizeof(uint32_t))
+        return EM_CORRUPT("%s table: key of %zu bytes", em_table_names[t],
+                          k.mv_size);
+    memcpy(next, k.mv_data, sizeof *next);
+    if (*next == UINT32_MAX)
+        return em_err(EMBER_ELIMIT, "%s table is full", em_table_names[t]);
+    (*next)++;
     return EMBER_OK;
+}
+
+static int table_sizes(MDB_txn *txn, ember_db *db, bool lax,
+                       uint32_t next[EM_T_COUNT])
+{
+    int rc = EMBER_OK;
+
+    for (int t = 0; t < EM_T_COUNT && rc == EMBER_OK; t++)
+        rc = table_size(txn, db, t, lax, &next[t]);
+    return rc;
 }
 
 int em_counters_load(MDB_txn *txn, ember_db *db, em_counters *c)
@@ -312,7 +367,7 @@ int em_counters_load(MDB_txn *txn, ember_db *db, em_counters *c)
     int rc;
 
     memset(c, 0, sizeof *c);
-    rc = table_sizes(txn, db, c->next);
+    rc = table_sizes(txn, db, false, c->next);
     if (rc == EMBER_OK)
         rc = em_meta_get_u64(txn, db, "profiles", &c->profiles);
     if (rc == EMBER_OK)
@@ -405,6 +460,8 @@ static int env_open_flags(ember_db *db, unsigned flags)
         mrc = mdb_env_set_maxreaders(db->env, EM_MAX_READERS);
     if (mrc == MDB_SUCCESS)
         mrc = mdb_env_set_mapsize(db->env, (size_t)db->opts.map_size);
+    if (mrc == MDB_SUCCESS)
+        mrc = mdb_env_set_userctx(db->env, db);     /* em_val_db */
     if (mrc == MDB_SUCCESS)
         mrc = mdb_env_open(db->env, db->dir, flags, 0600);
     if (mrc != MDB_SUCCESS && db->env != NULL) {
@@ -577,6 +634,8 @@ static int dbis_open(ember_db *db)
 
     rc = em_lmdb(mdb_txn_begin(db->env, NULL, db->rdonly ? MDB_RDONLY : 0,
                                &txn), "open: begin");
+    if (rc == EMBER_OK && !db->rdonly)
+        em_val_writer(db);
     if (rc == EMBER_OK)
         rc = env_kind(db, txn, &kind);
     if (rc == EMBER_OK && kind == ENV_NEW && db->rdonly)
@@ -607,16 +666,19 @@ static int dbis_open(ember_db *db)
             rc = em_lmdb(mrc, em_dbi_names[d]);
     }
     if (rc == EMBER_OK)
-        rc = em_meta_get_u64(txn, db, "format", &fmt);
-    if (rc == EMBER_OK && kind == ENV_EMBER && fmt != EM_FORMAT_VERSION)
+        rc = em_val_format_read(txn, db, &fmt);
+    if (rc == EMBER_OK && kind == ENV_EMBER && (fmt < 1 ||
+                                                fmt > EM_FORMAT_VERSION))
         rc = em_err(EMBER_EFORMAT, "%s: format version %llu, this Ember "
-                    "reads version %u", db->dir, (unsigned long long)fmt,
-                    EM_FORMAT_VERSION);
+                    "reads versions 1 to %u", db->dir,
+                    (unsigned long long)fmt, EM_FORMAT_VERSION);
+    db->format = kind == ENV_EMBER ? (unsigned)fmt : EM_FORMAT_VERSION;
     if (rc == EMBER_OK)
         rc = em_envfile_write_err(db->dir, mdb_txn_commit(txn),
                                   "open: commit");
     else if (txn != NULL)
         mdb_txn_abort(txn);
+    em_val_writer(NULL);
     return rc == EMBER_OK && kind == ENV_NEW ? 1 : rc; /* 1: needs content */
 }
 
@@ -627,7 +689,7 @@ static int db_init(ember_db *db)
 
     while (rc == EMBER_OK) {
         uint64_t fmt;
-        rc = em_meta_get_u64(w.txn, db, "format", &fmt);
+        rc = em_val_format_read(w.txn, db, &fmt);
         if (rc == EMBER_OK && fmt == 0)   /* another process may have won */
             rc = db_init_content(&w);
         if (rc == EMBER_OK)
@@ -712,6 +774,10 @@ EMBER_API int ember_open(const char *dir, const ember_open_opts *opts,
         rc = dbis_open(db);
     if (rc == 1)
         rc = db_init(db);
+    if (rc == EMBER_OK)
+        em_val_map_locate(db);
+    if (rc == EMBER_OK && db->format < EM_FORMAT_VERSION && !db->rdonly)
+        rc = em_val_upgrade(db);
     if (rc == EMBER_OK && !db->rdonly)
         rc = em_codec_new(&db->wcodec);
     if (rc == EMBER_OK && !db->rdonly &&

@@ -16,14 +16,23 @@
 **    Ember creates gets its blocks first, so a full disk is ENOSPC.
 **  - A refused open: which of the directory and its two files this user
 **    may not read or write.
+**  - A database that went back in time (issue 15): LMDB opens the meta
+**    page with the greater txn id, so a flipped high bit of the older
+**    one's id made it open an older snapshot (empty, in the issue) with
+**    nothing to say so. LMDB writes commit N to meta page N & 1, and a
+**    commit that changes nothing takes no id: the two ids of a healthy
+**    file are one apart, the even one in page 0, or both 0 (a new file).
+**    kill -9 keeps that (the page cache has every write); so do a full
+**    disk (LMDB writes the old meta back) and mdb_copy (ids 0 and 1).
 **
 ** The meta page is LMDB 0.9's, which lmdb.h does not publish. With P the
 ** size of a pointer (8 on the hosts Ember supports): a page header of
 ** P + 8 bytes, then MDB_meta: magic u32 0xBEEFC0DE, data version u32 (1),
 ** address (P), map size (P), two MDB_db of 8 + 5P bytes (the free list's,
-** whose first u32 is the page size, then the main database's), the last
-** page number (P), the txn id (P). Page 0 and page 1 (at the page size)
-** each hold one; LMDB uses the one with the greater txn id.
+** whose first u32 is the page size, then the main database's; each ends
+** with its root page, P), the last page number (P), the txn id (P). Page
+** 0 and page 1 (at the page size) each hold one; LMDB uses the one with
+** the greater txn id.
 */
 #include <errno.h>
 #include <fcntl.h>
@@ -40,6 +49,8 @@
 #define META_VERSION (META_AT + 4)
 #define META_MAPSIZE (META_AT + 8 + P)
 #define META_PSIZE (META_AT + 8 + 2 * P)    /* the free list's md_pad */
+#define META_FREE_ROOT (META_PSIZE + 8 + 4 * P)
+#define META_MAIN_ROOT (META_FREE_ROOT + 8 + 5 * P)
 #define META_LAST (META_AT + 8 + 2 * P + 2 * (8 + 5 * P))
 #define META_TXNID (META_LAST + P)
 #define META_END (META_TXNID + P)
@@ -52,10 +63,15 @@
 /* A failed write with less than this free is taken for a full file system:
 ** after a short write the kernel leaves less than a block. */
 #define EM_SPACE_LOW (1ull << 20)
+/* Reads of the meta pages before a txn id out of sequence is damage: a
+** writer may commit between the reads of the two pages, but not thrice. */
+#define EM_META_READS 3
+#define P_INVALID UINT64_MAX                /* LMDB's root of an empty db */
 
 typedef struct envmeta {
     uint32_t magic, version, psize;
     uint64_t mapsize, last, txnid;
+    uint64_t root[2];                       /* free list, main database */
 } envmeta;
 
 static uint64_t get_word(const uint8_t *p)
@@ -73,6 +89,13 @@ static void meta_parse(const uint8_t *pg, envmeta *m)
     m->mapsize = get_word(pg + META_MAPSIZE);
     m->last = get_word(pg + META_LAST);
     m->txnid = get_word(pg + META_TXNID);
+    m->root[0] = get_word(pg + META_FREE_ROOT);
+    m->root[1] = get_word(pg + META_MAIN_ROOT);
+    if (P < 8) {                            /* P_INVALID is ~(pgno_t)0 */
+        for (int i = 0; i < 2; i++)
+            if (m->root[i] == (uint64_t)(size_t)-1)
+                m->root[i] = P_INVALID;
+    }
 }
 
 /* Magic and version of meta page I (EMBER_EFORMAT: not LMDB's). */
@@ -107,7 +130,41 @@ static int meta_check(const char *path, int i, const envmeta *m, off_t size)
                           "holds", path, i, (unsigned long long)m->txnid,
                           (unsigned long long)m->mapsize,
                           (unsigned long long)m->mapsize);
+    for (int r = 0; r < 2; r++)
+        if (m->root[r] != P_INVALID && (m->root[r] < 2 ||
+                                        m->root[r] > m->last))
+            return EM_CORRUPT("%s: damaged meta page %d (txn %llu): the %s "
+                              "root is page %llu (%#llx), past its last "
+                              "page %llu", path, i,
+                              (unsigned long long)m->txnid,
+                              r == 0 ? "free list's" : "main database's",
+                              (unsigned long long)m->root[r],
+                              (unsigned long long)m->root[r],
+                              (unsigned long long)m->last);
     return EMBER_OK;
+}
+
+/* NULL when the txn ids of meta pages M[0] and M[1] are in LMDB's
+** sequence (the header), else which rule they break, and in *PAGE the
+** page that breaks it, or the one LMDB would open. */
+static const char *metas_sequence(const envmeta m[2], int *page)
+{
+    uint64_t a = m[0].txnid, b = m[1].txnid;
+
+    *page = b > a;
+    if (a == 0 && b == 0)
+        return NULL;                        /* a new file */
+    if (a % 2 != 0) {
+        *page = 0;
+        return "page 0 holds an odd one";
+    }
+    if (b % 2 != 1) {
+        *page = 1;
+        return "page 1 holds an even one";
+    }
+    if ((a > b ? a - b : b - a) != 1)
+        return "they are not one apart";
+    return NULL;
 }
 
 /* Reads meta pages 0 and 1 of FD (SIZE bytes) into M and checks them. */
@@ -136,6 +193,34 @@ static int metas_read(const char *path, int fd, off_t size, envmeta m[2])
     return EMBER_OK;
 }
 
+/* Reads both meta pages of FD (PATH) into M, again while their txn ids
+** are out of sequence (a writer may have committed between the reads),
+** and fails naming both ids when they stay so. */
+static int metas_check(const char *path, int fd, envmeta m[2])
+{
+    const char *why = NULL;
+    struct stat st;
+    int rc = EMBER_OK, page = 0;
+
+    for (int i = 0; i < EM_META_READS && rc == EMBER_OK; i++) {
+        if (fstat(fd, &st) != 0)
+            return em_err(EMBER_EIO, "%s: %s", path, strerror(errno));
+        rc = metas_read(path, fd, st.st_size, m);
+        if (rc == EMBER_OK && (why = metas_sequence(m, &page)) == NULL)
+            return EMBER_OK;
+    }
+    if (rc != EMBER_OK)
+        return rc;
+    return EM_CORRUPT("%s: damaged meta page %d, or a database that went "
+                      "back in time: meta page 0 holds txn %llu (%#llx), "
+                      "meta page 1 txn %llu (%#llx), and %s (LMDB writes "
+                      "txn N to page N %% 2, the two one txn apart)", path,
+                      page, (unsigned long long)m[0].txnid,
+                      (unsigned long long)m[0].txnid,
+                      (unsigned long long)m[1].txnid,
+                      (unsigned long long)m[1].txnid, why);
+}
+
 int em_envfile_check(const char *dir, bool rdonly)
 {
     char path[4096];
@@ -162,7 +247,7 @@ int em_envfile_check(const char *dir, bool rdonly)
                              "database was ever written here, or the file "
                              "was truncated", path) : EMBER_OK;
     } else {
-        rc = metas_read(path, fd, st.st_size, m);
+        rc = metas_check(path, fd, m);
         /* The size after the meta: a writer extends the file before it
         ** writes the meta page that counts the new pages. */
         if (rc == EMBER_OK && fstat(fd, &st) != 0)

@@ -103,9 +103,10 @@ static int gc_scan(gc *g, int dbi, bool chunks)
     int rc = EMBER_OK;
     int mrc = mdb_cursor_open(g->w->txn, g->w->db->dbi[dbi], &cur);
 
-    for (mrc = mrc ? mrc : mdb_cursor_get(cur, &k, &d, MDB_FIRST);
+    for (mrc = mrc ? mrc : em_val_cursor(g->w->db, dbi, cur, &k, &d,
+                                         MDB_FIRST, &rc);
          mrc == MDB_SUCCESS && rc == EMBER_OK;
-         mrc = mdb_cursor_get(cur, &k, &d, MDB_NEXT)) {
+         mrc = em_val_cursor(g->w->db, dbi, cur, &k, &d, MDB_NEXT, &rc)) {
         gc_head *h;
         if (chunks) {
             rc = gc_take_chunk(g, &k, &d);
@@ -460,8 +461,8 @@ static int gc_rewrite(gc *g)
         uint32_t s = nid(g, EM_T_SERIES, g->heads[i].series);
         MDB_val k = { sizeof s, &s }, d = { sizeof g->heads[i].h,
                                              &g->heads[i].h };
-        rc = em_lmdb(mdb_put(g->w->txn, g->w->db->dbi[EM_D_HEAD], &k, &d, 0),
-                     "head gc: head put");
+        rc = em_lmdb(em_val_put(g->w->txn, g->w->db, EM_D_HEAD, &k, d.mv_data,
+                                d.mv_size, 0), "head gc: head put");
     }
     return rc;
 }

@@ -67,13 +67,14 @@ int em_split_labels_read(em_rtxn *r, ember_strlist **out)
         return em_err(EMBER_ENOMEM, "string list");
     mrc = mdb_cursor_open(r->txn, r->db->dbi[EM_D_META], &cur);
     if (mrc == MDB_SUCCESS)
-        mrc = mdb_cursor_get(cur, &k, &d, MDB_SET_RANGE);
+        mrc = em_val_cursor(r->db, EM_D_META, cur, &k, &d, MDB_SET_RANGE,
+                            &rc);
     /* keys sort bytewise: the prefix's keys are one run */
     while (mrc == MDB_SUCCESS && rc == EMBER_OK && k.mv_size > plen &&
            memcmp(k.mv_data, EM_SPLIT_LABEL_PREFIX, plen) == 0) {
         rc = em_strlist_add(*out, (const char *)k.mv_data + plen,
                          k.mv_size - plen);
-        mrc = mdb_cursor_get(cur, &k, &d, MDB_NEXT);
+        mrc = em_val_cursor(r->db, EM_D_META, cur, &k, &d, MDB_NEXT, &rc);
     }
     if (cur != NULL)
         mdb_cursor_close(cur);
@@ -168,9 +169,11 @@ static int postings_walk(meta_q *m, const char *name, bool names_only)
         return em_lmdb(mrc, "postings cursor");
     k.mv_size = nlen;
     k.mv_data = (void *)(name ? name : "");
-    mrc = mdb_cursor_get(cur, &k, &d, nlen ? MDB_SET_RANGE : MDB_FIRST);
+    mrc = em_val_cursor(m->r.db, EM_D_POST, cur, &k, &d,
+                        nlen ? MDB_SET_RANGE : MDB_FIRST, &rc);
     for (; mrc == MDB_SUCCESS && rc == EMBER_OK;
-         mrc = mdb_cursor_get(cur, &k, &d, MDB_NEXT)) {
+         mrc = em_val_cursor(m->r.db, EM_D_POST, cur, &k, &d, MDB_NEXT,
+                             &rc)) {
         const char *key = k.mv_data;
         size_t klen = strnlen(key, k.mv_size);
         bool yes;

@@ -3,7 +3,8 @@
 ** "name\0value" to the roaring bitmap of series ids carrying it (the type is
 ** the label __type__); function postings map a function id to the bitmap of
 ** stack ids passing through it. Bitmaps are stored in CRoaring's portable
-** serialization and read with its bounds-checked deserializer.
+** serialization, followed by their checksum (engine/lmdbval.c), and read
+** with a deserializer that checks every byte (engine/bitmap.c).
 **
 ** Writers stage new ids in memory (em_staged, a hash table of keys to
 ** bitmaps) and OR them into the stored bitmaps once per request, so that a
@@ -150,35 +151,46 @@ void em_staged_free(em_staged *s)
 int em_bitmap_get(MDB_txn *txn, MDB_dbi dbi, const void *key, size_t klen,
                   roaring_bitmap_t **out)
 {
+    const ember_db *db = em_val_db(txn);
     MDB_val k = { klen, (void *)key }, d;
-    int mrc = mdb_get(txn, dbi, &k, &d);
+    const uint8_t *p;
+    size_t n;
+    int rc, mrc = mdb_get(txn, dbi, &k, &d);
 
     *out = NULL;
     if (mrc == MDB_NOTFOUND)
         return EMBER_OK;
     if (mrc != MDB_SUCCESS)
         return em_lmdb(mrc, "postings");
-    *out = em_bitmap_decode(d.mv_data, d.mv_size);
+    rc = em_val_get(db, em_val_dbi(db, dbi), &k, &d, &p, &n);
+    if (rc != EMBER_OK)
+        return rc;
+    *out = em_bitmap_decode(p, n);
     if (*out == NULL)
-        return EM_CORRUPT("postings bitmap of %zu bytes does not decode",
-                          d.mv_size);
+        return EM_CORRUPT("postings bitmap of %zu bytes does not decode", n);
     return EMBER_OK;
 }
 
 static int bitmap_put(MDB_txn *txn, MDB_dbi dbi, const void *key, size_t klen,
                       const roaring_bitmap_t *bm)
 {
-    MDB_val k = { klen, (void *)key }, d;
+    const ember_db *db = em_val_db(txn);
+    int d = em_val_dbi(db, dbi);
+    MDB_val k = { klen, (void *)key };
+    size_t n;
+    void *p;
     int mrc;
 
     roaring_bitmap_t *copy = roaring_bitmap_copy(bm);
     if (copy == NULL)
         return em_err(EMBER_ENOMEM, "postings: bitmap copy");
     roaring_bitmap_run_optimize(copy);
-    d.mv_size = roaring_bitmap_portable_size_in_bytes(copy);
-    mrc = mdb_put(txn, dbi, &k, &d, MDB_RESERVE);
-    if (mrc == MDB_SUCCESS)
-        roaring_bitmap_portable_serialize(copy, d.mv_data);
+    n = roaring_bitmap_portable_size_in_bytes(copy);
+    mrc = em_val_reserve(txn, db, d, &k, n, 0, &p);
+    if (mrc == MDB_SUCCESS) {
+        roaring_bitmap_portable_serialize(copy, p);
+        em_val_seal(d, &k, p, n);
+    }
     roaring_bitmap_free(copy);
     return em_lmdb(mrc, "postings put");
 }
@@ -229,12 +241,13 @@ static int label_scan(em_rtxn *r, const char *name, const char *prefix,
     k.mv_data = seek;
     mrc = mdb_cursor_open(r->txn, r->db->dbi[EM_D_POST], &cur);
     if (mrc == MDB_SUCCESS)
-        mrc = mdb_cursor_get(cur, &k, &d, MDB_SET_RANGE);
+        mrc = em_val_cursor(r->db, EM_D_POST, cur, &k, &d, MDB_SET_RANGE,
+                            &rc);
     while (mrc == MDB_SUCCESS && rc == EMBER_OK) {
         if (k.mv_size < nlen + plen || memcmp(k.mv_data, seek, nlen + plen))
             break;
         rc = fn(ctx, (const char *)k.mv_data + nlen, k.mv_size - nlen, &d);
-        mrc = mdb_cursor_get(cur, &k, &d, MDB_NEXT);
+        mrc = em_val_cursor(r->db, EM_D_POST, cur, &k, &d, MDB_NEXT, &rc);
     }
     if (cur != NULL)
         mdb_cursor_close(cur);
@@ -498,9 +511,11 @@ static int focus_scan(em_rtxn *r, const em_regex *re, roaring_bitmap_t *acc)
     if (rc != EMBER_OK || (literal && name == UINT32_MAX))
         return rc;
     mrc = mdb_cursor_open(r->txn, r->db->dbi[EM_T_FUNCTION], &cur);
-    for (mrc = mrc ? mrc : mdb_cursor_get(cur, &k, &d, MDB_FIRST);
+    for (mrc = mrc ? mrc : em_val_cursor(r->db, EM_T_FUNCTION, cur, &k, &d,
+                                         MDB_FIRST, &rc);
          mrc == MDB_SUCCESS && rc == EMBER_OK;
-         mrc = mdb_cursor_get(cur, &k, &d, MDB_NEXT)) {
+         mrc = em_val_cursor(r->db, EM_T_FUNCTION, cur, &k, &d, MDB_NEXT,
+                             &rc)) {
         roaring_bitmap_t *bm = NULL;
         bool yes;
         rc = literal ? function_names(&d, name, &yes)

@@ -238,9 +238,11 @@ static int scan_head(scan *s, uint32_t local, uint32_t series)
     if (mrc != MDB_SUCCESS)
         return em_lmdb(mrc, "chunk cursor");
     em_chunk_key(ck, local, sat_sub(s->from, s->r->max_span), 0);
-    for (mrc = mdb_cursor_get(cur, &k, &d, MDB_SET_RANGE);
+    for (mrc = em_val_cursor(s->r->db, EM_D_CHUNK, cur, &k, &d,
+                             MDB_SET_RANGE, &rc);
          mrc == MDB_SUCCESS && rc == EMBER_OK;
-         mrc = mdb_cursor_get(cur, &k, &d, MDB_NEXT)) {
+         mrc = em_val_cursor(s->r->db, EM_D_CHUNK, cur, &k, &d, MDB_NEXT,
+                             &rc)) {
         uint32_t sid, seq;
         int64_t t;
         if (k.mv_size != EM_CHUNK_KEY_LEN) {

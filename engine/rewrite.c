@@ -547,7 +547,7 @@ static int group_write(rw *w, const member *g, size_t n, pend *d)
             cs[nc++] = (cref){ g[i].in, &c[j] };
         }
     }
-    if (rc == EMBER_OK)
+    if (rc == EMBER_OK && nc > 0)
         qsort(cs, nc, sizeof *cs, cref_cmp);
     for (size_t i = 0; i < nc && rc == EMBER_OK; i++)
         rc = chunk_take(w, &cs[i], from, d);

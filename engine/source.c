@@ -26,6 +26,7 @@ struct em_bhold {
     em_block *b;
     uint64_t id;
     unsigned refs;                  /* snapshots reading it, and the list */
+    bool stale;                     /* off the list: compaction removed it */
     pthread_mutex_t mu;             /* guards hashes' making */
     em_h128 *hashes;                /* node content hashes; NULL: not yet */
 };
@@ -36,7 +37,8 @@ static void bhold_unref_locked(ember_db *db, em_bhold *h)
 {
     if (--h->refs > 0)
         return;
-    for (em_bhold **p = &db->bopen; *p != NULL; p = &(*p)->next)
+    for (em_bhold **p = &db->bopen; *p != NULL && !h->stale;
+         p = &(*p)->next)
         if (*p == h) {
             *p = h->next;
             break;
@@ -184,6 +186,36 @@ int em_sources_add_block(em_rtxn *r, size_t *cap, const em_catalog_rec *rec)
     return rc;
 }
 
+/* Drops the handle's own reference to every open block R's catalog no
+** longer names: compaction removed it, and no later snapshot will name
+** it again (ids are never reused); snapshots still reading it keep it
+** open until they end. */
+static void blocks_forget(em_rtxn *r)
+{
+    ember_db *db = r->db;
+
+    pthread_mutex_lock(&db->bmu);
+    for (em_bhold **p = &db->bopen; *p != NULL;) {
+        em_bhold *h = *p;
+        bool named = false;
+        for (uint32_t i = 1; i < r->nsrc && !named; i++)
+            named = r->src[i].hold == h;
+        if (named || h->stale) {
+            p = &h->next;
+            continue;
+        }
+        h->stale = true;            /* off the list: found by no one */
+        *p = h->next;
+        if (--h->refs == 0) {
+            em_block_close(h->b);
+            em_free(h->hashes);
+            pthread_mutex_destroy(&h->mu);
+            em_free(h);
+        }
+    }
+    pthread_mutex_unlock(&db->bmu);
+}
+
 int em_sources_open(em_rtxn *r, bool blocks)
 {
     em_src head = { .kind = EM_SRC_HEAD, .min_time = INT64_MIN,
@@ -197,6 +229,8 @@ int em_sources_open(em_rtxn *r, bool blocks)
         rc = em_catalog_each(r, &cap);
     if (rc == EMBER_OK)
         rc = src_bases(r);
+    if (rc == EMBER_OK && blocks)
+        blocks_forget(r);
     return rc;
 }
 

@@ -38,13 +38,15 @@ static int head_count(em_rtxn *r, uint64_t *n)
 {
     MDB_cursor *cur;
     MDB_val k, d;
-    int mrc = mdb_cursor_open(r->txn, r->db->dbi[EM_D_HEAD], &cur);
+    int rc = EMBER_OK, mrc = mdb_cursor_open(r->txn, r->db->dbi[EM_D_HEAD],
+                                             &cur);
 
     *n = 0;
     if (mrc != MDB_SUCCESS)
         return em_lmdb(mrc, "head cursor");
-    for (mrc = mdb_cursor_get(cur, &k, &d, MDB_FIRST); mrc == MDB_SUCCESS;
-         mrc = mdb_cursor_get(cur, &k, &d, MDB_NEXT)) {
+    for (mrc = em_val_cursor(r->db, EM_D_HEAD, cur, &k, &d, MDB_FIRST, &rc);
+         mrc == MDB_SUCCESS;
+         mrc = em_val_cursor(r->db, EM_D_HEAD, cur, &k, &d, MDB_NEXT, &rc)) {
         em_head h;
         if (d.mv_size == sizeof h) {
             memcpy(&h, d.mv_data, sizeof h);
@@ -52,6 +54,8 @@ static int head_count(em_rtxn *r, uint64_t *n)
         }
     }
     mdb_cursor_close(cur);
+    if (rc != EMBER_OK)
+        return rc;
     return mrc == MDB_NOTFOUND ? EMBER_OK : em_lmdb(mrc, "head scan");
 }
 
@@ -122,7 +126,7 @@ static int stats_fill(ember_db *db, ember_stats *out)
     out->samples = c.samples + out->block_samples;
     out->chunk_bytes = c.chunk_bytes;
     out->chunks -= out->head_chunks;
-    out->format_version = EM_FORMAT_VERSION;
+    out->format_version = db->format;
     out->lockless = db->nolock;
     file_stats(db, out);
     cache_stats(db, out);

@@ -13,7 +13,9 @@
 **   fpost      function id -> roaring bitmap of stack ids
 **   chunk      (series BE32, time BE64 sign-flipped, seq BE32) -> chunk
 **   head       series id -> head summary (the unsealed chunks of a series)
-** Ids are dense uint32, assigned in order, never reused.
+** Ids are dense uint32, assigned in order, never reused. From format 2 on,
+** every value but the hash indexes' ends in a CRC-32 of the sub-database's
+** name, its key and itself (engine/lmdbval.c).
 */
 #ifndef EM_STORE_H
 #define EM_STORE_H
@@ -25,7 +27,7 @@
 #include "engine/chunk.h"
 #include "engine/engine.h"
 
-#define EM_FORMAT_VERSION 1u
+#define EM_FORMAT_VERSION 2u
 #define EM_TYPE_LABEL "__type__"            /* the profile type as a label */
 #define EM_MAX_LABELS 64
 /* Postings keys are "name\0value" and LMDB keys hold at most 511 bytes. */
@@ -239,6 +241,17 @@ typedef struct em_h128 {
 /* Canonical stacks of a snapshot (engine/canon.c). */
 typedef struct em_canon em_canon;
 typedef EM_HTAB_TYPE(struct canon_ent) em_ctab;
+/* Where LMDB mapped data.mdb, so that every key and value it hands back is
+** checked to lie in the file's pages before it is read (engine/lmdbval.c).
+** Set when no txn of the process is active; END only rises, atomically. */
+typedef struct em_map {
+    const uint8_t *base;            /* NULL: not known, checksums only */
+    size_t len;                     /* the map size */
+    size_t psize;                   /* LMDB's page size, a power of two */
+    uintptr_t end;                  /* past the last page written */
+    uint64_t gen;                   /* txns begun: a leaf page is checked
+                                    ** once per txn (atomic) */
+} em_map;
 
 struct ember_db {
     MDB_env *env;
@@ -269,6 +282,9 @@ struct ember_db {
     em_mpool mpool;                 /* idle merge buffers */
     pthread_mutex_t bmu;            /* the blocks held open: */
     em_bhold *bopen;                /* a list, by catalog id */
+    unsigned format;                /* the file's format version: 1 only
+                                    ** read-only (no checksums), else 2 */
+    em_map map;                     /* data.mdb in memory (lmdbval.c) */
 };
 
 /* Counters a write transaction keeps in memory and stores in meta. */
@@ -326,6 +342,12 @@ int em_rtxn_begin(ember_db *db, em_rtxn *r);
 /* The same with the head as the only source: for verify and stats, which
 ** look at each block on its own (a damaged block fails em_rtxn_begin). */
 int em_rtxn_begin_head(ember_db *db, em_rtxn *r);
+/* The same for verify, in two steps: the txn and the codec alone, then,
+** once verify found LMDB's trees sound (em_tree_check), the table sizes
+** and max_span from em_rtxn_sizes, where a damaged last record of a table
+** (its key still gives the size) or meta value does not stop it. */
+int em_rtxn_begin_lax(ember_db *db, em_rtxn *r);
+int em_rtxn_sizes(em_rtxn *r);
 void em_rtxn_end(em_rtxn *r);
 /* Begins the LMDB write txn of W (growing the map first when it is nearly
 ** full) and loads the counters. The caller holds db->wlock. */
@@ -390,6 +412,70 @@ static inline int em_public_id(const em_counters *c, int table, int rc,
         *id += c->base[table];
     return rc;
 }
+/* ---- lmdbval.c: every value in LMDB, checked before use ------------------ */
+
+#define EM_VAL_CRC_LEN 4            /* the checksum after a value's payload */
+
+/* Checks RAW, the value LMDB handed out for KEY of sub-database D: inside
+** the mapped file and its page, then (format 2) its checksum. *PAYLOAD and
+** *LEN: the value without its checksum, valid until the txn ends.
+** EMBER_ECORRUPT naming the sub-database and key ("stk 1234: checksum
+** mismatch"). */
+int em_val_get(const ember_db *db, int d, const MDB_val *key,
+               const MDB_val *raw, const uint8_t **payload, size_t *len);
+/* Checks that KEY, which LMDB handed out for D, lies in its page. */
+int em_val_key(const ember_db *db, int d, const MDB_val *key);
+/* mdb_cursor_get, then em_val_key and em_val_get on what it found: V gets
+** the payload. Returns LMDB's code, or MDB_CORRUPTED with the error in *RC;
+** when *RC already holds an error, MDB_NOTFOUND and nothing else, so that
+** loops of the form for (mrc = ...; mrc == 0 && rc == 0; mrc = ...) keep
+** their body's error. */
+int em_val_cursor(const ember_db *db, int d, MDB_cursor *cur, MDB_val *k,
+                  MDB_val *v, MDB_cursor_op op, int *rc);
+/* Puts LEN bytes of PAYLOAD and its checksum under KEY of D (not a hash
+** index) with mdb_put's FLAGS; returns LMDB's code. */
+int em_val_put(MDB_txn *txn, const ember_db *db, int d, const MDB_val *key,
+               const void *payload, size_t len, unsigned flags);
+/* The same in two steps: reserves room for LEN bytes and the checksum in
+** *P (MDB_RESERVE), then, once the caller filled them, em_val_seal. */
+int em_val_reserve(MDB_txn *txn, const ember_db *db, int d,
+                   const MDB_val *key, size_t len, unsigned flags, void **p);
+void em_val_seal(int d, const MDB_val *key, void *p, size_t len);
+/* This thread runs a write txn of DB (NULL: none any more): pages it
+** changed are outside the map, checked by checksum only. */
+void em_val_writer(const ember_db *db);
+/* Finds the map of DB's file (after open and after every remap, with no
+** txn of the process active), then em_val_map_refresh. */
+void em_val_map_locate(ember_db *db);
+/* Raises the end of the checked pages to the last page committed: at the
+** start of every txn. */
+void em_val_map_refresh(ember_db *db);
+/* The meta value "format" in TXN, of any version (0: none). */
+int em_val_format_read(MDB_txn *txn, const ember_db *db, uint64_t *fmt);
+/* EMBER_EFORMAT when TXN's format differs from DB's (a read-only handle of
+** a format 1 database that another process upgraded). */
+int em_val_format_same(MDB_txn *txn, const ember_db *db);
+/* Rewrites a format 1 database as format 2 in one write txn. */
+int em_val_upgrade(ember_db *db);
+/* The handle whose environment TXN is of (its LMDB user context), and the
+** sub-database of its handle DBI (-1: none of the 17), for the calls that
+** get only a txn or a cursor. */
+ember_db *em_val_db(MDB_txn *txn);
+int em_val_dbi(const ember_db *db, MDB_dbi dbi);
+
+/* ---- lmdbtree.c: LMDB's B-trees, checked before LMDB walks them -------- */
+
+/* NULL when the leaf page PG (SIZE bytes) holds well-formed nodes: within
+** the page, with flags a table of DUPSORT (or the MAIN database, of table
+** names) may have; else what is wrong. */
+const char *em_tree_leaf_ok(const uint8_t *pg, size_t size, bool dupsort,
+                            bool main);
+/* For verify: walks every tree of R's snapshot (the free list, the main
+** database, the 17 tables) from its root, page by page, without LMDB, and
+** reports each damaged page to FN; *NPROBLEMS gets their count. Only
+** EMBER_ENOMEM fails it. */
+int em_tree_check(em_rtxn *r, ember_problem_fn fn, void *ctx,
+                  uint64_t *nproblems);
 
 /* ---- table.c: interned tables ------------------------------------------- */
 

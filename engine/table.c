@@ -8,7 +8,9 @@
 ** hashes the record, compares every id under that hash byte for byte, and
 ** only then assigns the next id. Records are varints (docs/file-format.md);
 ** strings are stored with a trailing NUL so readers can hand out pointers
-** into the map without copying.
+** into the map without copying. Every record is stored and read through
+** engine/lmdbval.c (its checksum follows it); the hash index's ids carry
+** none: a damaged one names a record whose bytes do not compare equal.
 */
 #include "engine/store.h"
 
@@ -26,10 +28,14 @@ int em_public_bad(const em_counters *c, int table, const char *what,
 
 /* ---- generic tables -------------------------------------------------------- */
 
-/* The result of looking up ID in TABLE: MRC and the record D. */
-static int table_got(int table, uint32_t id, int mrc, const MDB_val *d,
-                     const uint8_t **rec, size_t *len)
+/* The result of looking up ID in TABLE of DB: MRC and the stored value
+** D, checked (engine/lmdbval.c) and without its checksum. */
+static int table_got(const ember_db *db, int table, uint32_t id, int mrc,
+                     const MDB_val *d, const uint8_t **rec, size_t *len)
 {
+    MDB_val k = { sizeof id, &id };
+    int rc;
+
     *rec = NULL;
     *len = 0;
     if (mrc == MDB_NOTFOUND)
@@ -37,14 +43,16 @@ static int table_got(int table, uint32_t id, int mrc, const MDB_val *d,
                       em_table_names[table], id);
     if (mrc != MDB_SUCCESS)
         return em_lmdb(mrc, em_table_names[table]);
-    *rec = d->mv_data;
-    *len = d->mv_size;
-    if (table == EM_T_STRING) {
-        if (d->mv_size == 0 || ((const uint8_t *)d->mv_data)[d->mv_size - 1])
+    rc = em_val_get(db, table, &k, d, rec, len);
+    if (rc == EMBER_OK && table == EM_T_STRING) {
+        if (*len == 0 || (*rec)[*len - 1] != '\0') {
+            *rec = NULL;
+            *len = 0;
             return EM_CORRUPT("string %u: missing terminator", id);
-        *len = d->mv_size - 1;
+        }
+        (*len)--;
     }
-    return EMBER_OK;
+    return rc;
 }
 
 int em_table_get(MDB_txn *txn, ember_db *db, int table, uint32_t id,
@@ -53,7 +61,7 @@ int em_table_get(MDB_txn *txn, ember_db *db, int table, uint32_t id,
     MDB_val k = { sizeof id, &id }, d;
     int mrc = mdb_get(txn, db->dbi[table], &k, &d);
 
-    return table_got(table, id, mrc, &d, rec, len);
+    return table_got(db, table, id, mrc, &d, rec, len);
 }
 
 int em_table_get_at(MDB_cursor *cur, int table, uint32_t id,
@@ -62,20 +70,23 @@ int em_table_get_at(MDB_cursor *cur, int table, uint32_t id,
     MDB_val k = { sizeof id, &id }, d;
     int mrc = mdb_cursor_get(cur, &k, &d, MDB_SET_KEY);
 
-    return table_got(table, id, mrc, &d, rec, len);
+    return table_got(em_val_db(mdb_cursor_txn(cur)), table, id, mrc, &d, rec,
+                     len);
 }
 
 int em_table_next(MDB_cursor *cur, int table, uint32_t id,
                   const uint8_t **rec, size_t *len)
 {
+    const ember_db *db = em_val_db(mdb_cursor_txn(cur));
     MDB_val k, d;
     uint32_t have;
     int mrc = mdb_cursor_get(cur, &k, &d, MDB_NEXT);
 
-    if (mrc == MDB_SUCCESS && k.mv_size == sizeof have) {
+    if (mrc == MDB_SUCCESS && k.mv_size == sizeof have &&
+        em_val_key(db, table, &k) == EMBER_OK) {
         memcpy(&have, k.mv_data, sizeof have);
         if (have == id)
-            return table_got(table, id, mrc, &d, rec, len);
+            return table_got(db, table, id, mrc, &d, rec, len);
     }
     return em_table_get_at(cur, table, id, rec, len);  /* ids not dense */
 }
@@ -97,6 +108,10 @@ static int table_lookup(MDB_txn *txn, ember_db *db, int table, uint64_t h,
         const uint8_t *have = NULL;
         size_t hlen = 0;
         uint32_t cand;
+        /* an id has no checksum: in its page, and its record must match */
+        if ((rc = em_val_key(db, EM_T_COUNT + table, &d)) != EMBER_OK)
+            break;
+        rc = EMBER_ENOTFOUND;
         if (d.mv_size != sizeof cand) {
             rc = EM_CORRUPT("%s index: entry of %zu bytes",
                             em_table_names[table], d.mv_size);
@@ -131,21 +146,20 @@ static int table_insert(em_wtxn *w, int table, uint64_t h, const uint8_t *rec,
 {
     ember_db *db = w->db;
     uint32_t nid = w->c.next[table];
-    MDB_val k = { sizeof nid, &nid }, d = { len, (void *)rec };
+    MDB_val k = { sizeof nid, &nid };
     MDB_val hk = { sizeof h, &h }, hd = { sizeof nid, &nid };
+    size_t n = len + (table == EM_T_STRING);    /* a string's NUL */
+    uint8_t *p;
     int mrc;
 
     if (nid == UINT32_MAX)
         return em_err(EMBER_ELIMIT, "%s table is full", em_table_names[table]);
-    if (table == EM_T_STRING) {
-        d.mv_size = len + 1;
-        mrc = mdb_put(w->txn, db->dbi[table], &k, &d, MDB_APPEND | MDB_RESERVE);
-        if (mrc == MDB_SUCCESS) {
-            memcpy(d.mv_data, rec, len);
-            ((uint8_t *)d.mv_data)[len] = '\0';
-        }
-    } else {
-        mrc = mdb_put(w->txn, db->dbi[table], &k, &d, MDB_APPEND);
+    mrc = em_val_reserve(w->txn, db, table, &k, n, MDB_APPEND, (void **)&p);
+    if (mrc == MDB_SUCCESS) {
+        memcpy(p, rec, len);
+        if (table == EM_T_STRING)
+            p[len] = '\0';
+        em_val_seal(table, &k, p, n);
     }
     if (mrc == MDB_SUCCESS)
         mrc = mdb_put(w->txn, db->dbi[EM_T_COUNT + table], &hk, &hd, 0);

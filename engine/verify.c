@@ -7,7 +7,13 @@
 **  - postings: rebuilt in memory from the series and stack records and
 **    compared bitmap for bitmap with the stored ones;
 **  - chunks: key, checksum, full decode, stack ids, totals, head flags;
-**  - meta counters and head summaries against what the walk counted.
+**  - meta counters and head summaries against what the walk counted;
+**  - every key and value of every sub-database in its page, and (format 2)
+**    every value's checksum (engine/lmdbval.c): each bad one is a problem,
+**    and the walk goes on past it;
+**  - first of all LMDB's own trees, page by page (engine/lmdbtree.c): when
+**    one is damaged, verify reports it and stops, as LMDB's cursors could
+**    fault walking it.
 ** Memory is bounded by the postings (one bitmap per label value and per
 ** function), never by the chunk data.
 */
@@ -48,6 +54,20 @@ static bool check(vctx *v, int rc, const char *table, uint32_t id)
         return true;
     problem(v, "%s %u: %s", table, id, em_errmsg());
     return false;
+}
+
+/* Checks the key K and stored value RAW a walk of sub-database D is on:
+** a problem when either is damaged; else RAW's payload in *P, *N. */
+static bool stored_ok(vctx *v, int d, const MDB_val *k, const MDB_val *raw,
+                      const uint8_t **p, size_t *n)
+{
+    int rc = em_val_key(v->r.db, d, k);
+
+    if (rc == EMBER_OK)
+        rc = em_val_get(v->r.db, d, k, raw, p, n);
+    if (rc != EMBER_OK)
+        problem(v, "%s", em_errmsg());
+    return rc == EMBER_OK;
 }
 
 static void ref(vctx *v, const char *table, uint32_t id, int target,
@@ -219,8 +239,11 @@ static int verify_table(vctx *v, int t)
     for (mrc = mrc ? mrc : mdb_cursor_get(cur, &k, &d, MDB_FIRST);
          mrc == MDB_SUCCESS && rc == EMBER_OK;
          mrc = mdb_cursor_get(cur, &k, &d, MDB_NEXT), expect++) {
+        const uint8_t *p;
         uint32_t id;
-        size_t n = d.mv_size;
+        size_t n;
+        if (!stored_ok(v, t, &k, &d, &p, &n))
+            continue;
         if (k.mv_size != sizeof id) {
             problem(v, "%s table: key of %zu bytes", em_table_names[t],
                     k.mv_size);
@@ -230,13 +253,13 @@ static int verify_table(vctx *v, int t)
         if (id != expect)
             problem(v, "%s table: id %u where %u was expected (ids must be "
                     "dense)", em_table_names[t], id, expect);
-        if (t == EM_T_STRING && (n == 0 || ((uint8_t *)d.mv_data)[n - 1])) {
+        if (t == EM_T_STRING && (n == 0 || p[n - 1] != '\0')) {
             problem(v, "string %u: missing terminator", id);
             continue;
         }
         n -= t == EM_T_STRING;
-        verify_indexed(v, t, id, d.mv_data, n);
-        rc = verify_record(v, t, id, d.mv_data, n);
+        verify_indexed(v, t, id, p, n);
+        rc = verify_record(v, t, id, p, n);
     }
     mdb_cursor_close(cur);
     if (mdb_stat(v->r.txn, v->r.db->dbi[EM_T_COUNT + t], &st) == 0 &&
@@ -337,21 +360,28 @@ static int expected_stored(void *ctx, const void *key, size_t klen,
     return rc == EMBER_ECORRUPT ? EMBER_OK : rc;
 }
 
-/* Every stored key must be expected. */
-static int stored_expected(vctx *v, em_staged *s, MDB_dbi dbi,
-                           const char *what)
+/* Every stored key must be expected. An expected one's value was checked
+** by expected_stored; another's with a bad checksum is reported as such
+** (a flipped key, most likely). */
+static int stored_expected(vctx *v, em_staged *s, int dn, const char *what)
 {
     MDB_cursor *cur;
     MDB_val k, d;
-    int mrc = mdb_cursor_open(v->r.txn, dbi, &cur);
+    int mrc = mdb_cursor_open(v->r.txn, v->r.db->dbi[dn], &cur);
 
     for (mrc = mrc ? mrc : mdb_cursor_get(cur, &k, &d, MDB_FIRST);
          mrc == MDB_SUCCESS; mrc = mdb_cursor_get(cur, &k, &d, MDB_NEXT)) {
         char name[256];
-        if (em_staged_find(s, k.mv_data, k.mv_size) != NULL)
+        const uint8_t *p;
+        size_t n;
+        if (em_val_key(v->r.db, dn, &k) != EMBER_OK) {
+            problem(v, "%s", em_errmsg());
             continue;
-        key_text(k.mv_data, k.mv_size, dbi == v->r.db->dbi[EM_D_FPOST], name,
-                 sizeof name);
+        }
+        if (em_staged_find(s, k.mv_data, k.mv_size) != NULL ||
+            !stored_ok(v, dn, &k, &d, &p, &n))
+            continue;
+        key_text(k.mv_data, k.mv_size, dn == EM_D_FPOST, name, sizeof name);
         problem(v, "%s %s: stored but no record names it", what, name);
     }
     mdb_cursor_close(cur);
@@ -366,11 +396,11 @@ static int verify_postings(vctx *v)
     int rc = em_staged_each(&v->post, expected_stored, &a);
 
     if (rc == EMBER_OK)
-        rc = stored_expected(v, &v->post, a.dbi, a.what);
+        rc = stored_expected(v, &v->post, EM_D_POST, a.what);
     if (rc == EMBER_OK)
         rc = em_staged_each(&v->fpost, expected_stored, &b);
     if (rc == EMBER_OK)
-        rc = stored_expected(v, &v->fpost, b.dbi, b.what);
+        rc = stored_expected(v, &v->fpost, EM_D_FPOST, b.what);
     return rc;
 }
 
@@ -412,9 +442,13 @@ static int verify_chunk(vctx *v, const MDB_val *k, const MDB_val *d,
     uint32_t series, seq;
     int64_t t;
     char where[128];
+    const uint8_t *p;
+    size_t n;
     em_chunk c;
     int rc;
 
+    if (!stored_ok(v, EM_D_CHUNK, k, d, &p, &n))
+        return EMBER_OK;
     if (k->mv_size != EM_CHUNK_KEY_LEN) {
         problem(v, "chunk key of %zu bytes", k->mv_size);
         return EMBER_OK;
@@ -424,7 +458,7 @@ static int verify_chunk(vctx *v, const MDB_val *k, const MDB_val *d,
              (long long)t, seq);
     if (series >= v->r.next[EM_T_SERIES])
         problem(v, "%s: series does not exist", where);
-    rc = em_chunk_decode(v->r.codec, d->mv_data, d->mv_size, EM_COL_ALL, &c);
+    rc = em_chunk_decode(v->r.codec, p, n, EM_COL_ALL, &c);
     if (rc == EMBER_ENOMEM)
         return em_err_prefix(rc, "verify: %s", where);
     if (rc != EMBER_OK) {
@@ -442,7 +476,7 @@ static int verify_chunk(vctx *v, const MDB_val *k, const MDB_val *d,
         rc = em_staged_add(heads, &series, sizeof series, seq);
     v->profiles += c.h.nprofiles;
     v->samples += c.h.nsamples;
-    v->chunk_bytes += d->mv_size;
+    v->chunk_bytes += n;
     em_chunk_release(&c);
     return rc;
 }
@@ -460,13 +494,16 @@ static void verify_heads(vctx *v, em_staged *heads)
         uint32_t series;
         em_head h;
         const roaring_bitmap_t *have;
-        if (k.mv_size != sizeof series || d.mv_size != sizeof h) {
-            problem(v, "head table: entry of %zu/%zu bytes", k.mv_size,
-                    d.mv_size);
+        const uint8_t *p;
+        size_t n;
+        if (!stored_ok(v, EM_D_HEAD, &k, &d, &p, &n))
+            continue;
+        if (k.mv_size != sizeof series || n != sizeof h) {
+            problem(v, "head table: entry of %zu/%zu bytes", k.mv_size, n);
             continue;
         }
         memcpy(&series, k.mv_data, sizeof series);
-        memcpy(&h, d.mv_data, sizeof h);
+        memcpy(&h, p, sizeof h);
         have = em_staged_find(heads, &series, sizeof series);
         if ((have ? roaring_bitmap_get_cardinality(have) : 0) != h.nchunks)
             problem(v, "head of series %u: says %u chunks, found %llu",
@@ -502,11 +539,33 @@ static int verify_chunks(vctx *v)
     return rc;
 }
 
+/* Every meta value: in its page, its checksum, 8 bytes (section 12). */
+static int verify_meta(vctx *v)
+{
+    MDB_cursor *cur;
+    MDB_val k, d;
+    int mrc = mdb_cursor_open(v->r.txn, v->r.db->dbi[EM_D_META], &cur);
+
+    for (mrc = mrc ? mrc : mdb_cursor_get(cur, &k, &d, MDB_FIRST);
+         mrc == MDB_SUCCESS; mrc = mdb_cursor_get(cur, &k, &d, MDB_NEXT)) {
+        const uint8_t *p;
+        size_t n;
+        if (stored_ok(v, EM_D_META, &k, &d, &p, &n) && n != sizeof(uint64_t))
+            problem(v, "meta \"%.*s\": %zu bytes, expected 8",
+                    (int)(k.mv_size < 80 ? k.mv_size : 80),
+                    (const char *)k.mv_data, n);
+    }
+    mdb_cursor_close(cur);
+    return mrc == MDB_NOTFOUND ? EMBER_OK : em_lmdb(mrc, "meta walk");
+}
+
 static void verify_counters(vctx *v)
 {
     em_counters c;
 
-    if (!check(v, em_counters_load(v->r.txn, v->r.db, &c), "meta", 0))
+    /* a counter that does not load was reported by verify_meta, a damaged
+    ** table end by verify_table */
+    if (em_counters_load(v->r.txn, v->r.db, &c) != EMBER_OK)
         return;
     if (c.profiles != v->profiles)
         problem(v, "meta: %llu profiles counted, the chunks hold %llu",
@@ -525,9 +584,30 @@ static void verify_counters(vctx *v)
                 (unsigned long long)v->max_span);
 }
 
+/* em_tree_check's problems go where verify's do. */
+static void tree_problem(void *ctx, const char *msg)
+{
+    problem(ctx, "%s", msg);
+}
+
+/* LMDB's trees first, walked without LMDB: a damaged one stops verify
+** there, since walking it through LMDB could fault. */
+static int verify_trees(vctx *v, bool *sound)
+{
+    uint64_t n = 0;
+    int rc = em_tree_check(&v->r, tree_problem, v, &n);
+
+    *sound = rc == EMBER_OK && n == 0;
+    if (rc == EMBER_OK && n > 0)
+        problem(v, "the records, postings and chunks were not checked: "
+                "LMDB would walk the damaged pages above, and could fault");
+    return rc == EMBER_OK && *sound ? em_rtxn_sizes(&v->r) : rc;
+}
+
 EMBER_API int ember_verify(ember_db *db, ember_problem_fn fn, void *ctx,
                            uint64_t *nproblems)
 {
+    bool sound = false;
     vctx v;
     int rc;
 
@@ -537,16 +617,20 @@ EMBER_API int ember_verify(ember_db *db, ember_problem_fn fn, void *ctx,
     memset(&v, 0, sizeof v);
     v.fn = fn;
     v.fctx = ctx;
-    rc = em_rtxn_begin_head(db, &v.r);
+    rc = em_rtxn_begin_lax(db, &v.r);
     if (rc == EMBER_OK)
+        rc = verify_trees(&v, &sound);
+    if (rc == EMBER_OK && sound)
         rc = em_verify_blocks(&v.r, fn, ctx, &v.problems);
-    for (int t = 0; t < EM_T_COUNT && rc == EMBER_OK; t++)
+    for (int t = 0; t < EM_T_COUNT && rc == EMBER_OK && sound; t++)
         rc = verify_table(&v, t);
-    if (rc == EMBER_OK)
+    if (rc == EMBER_OK && sound)
+        rc = verify_meta(&v);
+    if (rc == EMBER_OK && sound)
         rc = verify_postings(&v);
-    if (rc == EMBER_OK)
+    if (rc == EMBER_OK && sound)
         rc = verify_chunks(&v);
-    if (rc == EMBER_OK)
+    if (rc == EMBER_OK && sound)
         verify_counters(&v);
     em_staged_free(&v.post);
     em_staged_free(&v.fpost);

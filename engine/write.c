@@ -83,11 +83,12 @@ static int chunk_put(em_wtxn *w, uint32_t series, int64_t time,
                      const em_buf *buf)
 {
     uint8_t key[EM_CHUNK_KEY_LEN];
-    MDB_val k = { sizeof key, key }, d = { buf->len, buf->p };
+    MDB_val k = { sizeof key, key };
     int mrc;
 
     em_chunk_key(key, series, time, ++w->c.chunk_seq);
-    mrc = mdb_put(w->txn, w->db->dbi[EM_D_CHUNK], &k, &d, MDB_NOOVERWRITE);
+    mrc = em_val_put(w->txn, w->db, EM_D_CHUNK, &k, buf->p, buf->len,
+                     MDB_NOOVERWRITE);
     if (mrc != MDB_SUCCESS)
         return em_lmdb(mrc, "chunk put");
     w->c.chunk_bytes += buf->len;
@@ -109,26 +110,35 @@ int em_chunk_store(em_wtxn *w, uint32_t series)
 
 /* ---- heads ---------------------------------------------------------------------- */
 
+/* The head summary in the N bytes at P, of the head of SERIES. */
+static int head_read(uint32_t series, const uint8_t *p, size_t n, em_head *h)
+{
+    if (n != sizeof *h)
+        return EM_CORRUPT("head of series %u: %zu bytes", series, n);
+    memcpy(h, p, sizeof *h);
+    return EMBER_OK;
+}
+
 static int head_get(em_wtxn *w, uint32_t series, em_head *h, bool *found)
 {
     MDB_val k = { sizeof series, &series }, d;
-    int mrc = mdb_get(w->txn, w->db->dbi[EM_D_HEAD], &k, &d);
+    const uint8_t *p;
+    size_t n;
+    int rc, mrc = mdb_get(w->txn, w->db->dbi[EM_D_HEAD], &k, &d);
 
     *found = mrc == MDB_SUCCESS;
     if (mrc == MDB_NOTFOUND)
         return EMBER_OK;
     if (mrc != MDB_SUCCESS)
         return em_lmdb(mrc, "head get");
-    if (d.mv_size != sizeof *h)
-        return EM_CORRUPT("head of series %u: %zu bytes", series, d.mv_size);
-    memcpy(h, d.mv_data, sizeof *h);
-    return EMBER_OK;
+    rc = em_val_get(w->db, EM_D_HEAD, &k, &d, &p, &n);
+    return rc == EMBER_OK ? head_read(series, p, n, h) : rc;
 }
 
 static int head_put(em_wtxn *w, uint32_t series, const em_head *h)
 {
-    MDB_val k = { sizeof series, &series }, d = { sizeof *h, (void *)h };
-    int mrc = mdb_put(w->txn, w->db->dbi[EM_D_HEAD], &k, &d, 0);
+    MDB_val k = { sizeof series, &series };
+    int mrc = em_val_put(w->txn, w->db, EM_D_HEAD, &k, h, sizeof *h, 0);
     return em_lmdb(mrc, "head put");
 }
 
@@ -227,7 +237,8 @@ static int seal_collect(em_wtxn *w, uint32_t series, const em_head *h,
     em_chunk_key(start, series, h->min_time, 0);
     mrc = mdb_cursor_open(w->txn, w->db->dbi[EM_D_CHUNK], &cur);
     if (mrc == MDB_SUCCESS)
-        mrc = mdb_cursor_get(cur, &k, &d, MDB_SET_RANGE);
+        mrc = em_val_cursor(w->db, EM_D_CHUNK, cur, &k, &d, MDB_SET_RANGE,
+                            &rc);
     while (mrc == MDB_SUCCESS && rc == EMBER_OK) {
         uint32_t sid, seq;
         int64_t t;
@@ -241,7 +252,7 @@ static int seal_collect(em_wtxn *w, uint32_t series, const em_head *h,
         if (rc != EMBER_OK)
             em_err_prefix(rc, "sealing series %u, chunk at t=%lld", series,
                           (long long)t);
-        mrc = mdb_cursor_get(cur, &k, &d, MDB_NEXT);
+        mrc = em_val_cursor(w->db, EM_D_CHUNK, cur, &k, &d, MDB_NEXT, &rc);
     }
     mdb_cursor_close(cur);
     if (rc == EMBER_OK && mrc != MDB_SUCCESS && mrc != MDB_NOTFOUND)
@@ -1097,7 +1108,8 @@ static int seal_some(ember_db *db, bool *more)
         return rc;
     mrc = mdb_cursor_open(w.txn, db->dbi[EM_D_HEAD], &cur);
     while (rc == EMBER_OK && mrc == MDB_SUCCESS && n < EM_SEAL_BATCH &&
-           (mrc = mdb_cursor_get(cur, &k, &d, MDB_FIRST)) == MDB_SUCCESS) {
+           (mrc = em_val_cursor(db, EM_D_HEAD, cur, &k, &d, MDB_FIRST,
+                                &rc)) == MDB_SUCCESS) {
         uint32_t series;
         em_head h;
         if (k.mv_size != sizeof series || d.mv_size != sizeof h) {

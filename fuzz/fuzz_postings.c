@@ -84,17 +84,18 @@ static void setup(void)
     CHECK(ember_txn_commit(t) == EMBER_OK);
 }
 
-/* Stores the N bytes at P as both postings, as a writer's LMDB put would. */
+/* Stores the N bytes at P as both postings, as a writer's LMDB put would,
+** with their checksums: the bitmap reader, not the checksum, must refuse
+** what is not a bitmap. */
 static void store(const uint8_t *p, size_t n)
 {
     uint32_t fn = 0;
     MDB_val k = { POST_KLEN, (void *)post_key }, fk = { sizeof fn, &fn };
-    MDB_val d = { n, (void *)p };
     MDB_txn *txn;
 
     CHECK(mdb_txn_begin(db->env, NULL, 0, &txn) == MDB_SUCCESS);
-    CHECK(mdb_put(txn, db->dbi[EM_D_POST], &k, &d, 0) == MDB_SUCCESS);
-    CHECK(mdb_put(txn, db->dbi[EM_D_FPOST], &fk, &d, 0) == MDB_SUCCESS);
+    CHECK(em_val_put(txn, db, EM_D_POST, &k, p, n, 0) == MDB_SUCCESS);
+    CHECK(em_val_put(txn, db, EM_D_FPOST, &fk, p, n, 0) == MDB_SUCCESS);
     CHECK(mdb_txn_commit(txn) == MDB_SUCCESS);
 }
 

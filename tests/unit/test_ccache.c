@@ -365,12 +365,13 @@ static void first_sealed(MDB_txn *txn, ember_db *db, uint32_t series,
 {
     MDB_cursor *cur;
     MDB_val k = { EM_CHUNK_KEY_LEN, key }, d;
-    int mrc;
+    int mrc, rc = EMBER_OK;
 
     em_chunk_key(key, series, INT64_MIN, 0);
     assert_int_equal(mdb_cursor_open(txn, db->dbi[EM_D_CHUNK], &cur), 0);
-    for (mrc = mdb_cursor_get(cur, &k, &d, MDB_SET_RANGE); mrc == 0;
-         mrc = mdb_cursor_get(cur, &k, &d, MDB_NEXT)) {
+    for (mrc = em_val_cursor(db, EM_D_CHUNK, cur, &k, &d, MDB_SET_RANGE, &rc);
+         mrc == 0;
+         mrc = em_val_cursor(db, EM_D_CHUNK, cur, &k, &d, MDB_NEXT, &rc)) {
         em_chunk_header h;
         assert_int_equal(em_chunk_header_read(d.mv_data, d.mv_size, &h), 0);
         if (!(h.flags & EM_CHUNK_HEAD))
@@ -396,7 +397,7 @@ static void rewrite_chunk(ember_db *db, uint32_t series)
     em_chunk c;
     em_chunk_profile *ps;
     em_wtxn w;
-    MDB_val k = { EM_CHUNK_KEY_LEN, key }, d;
+    MDB_val k = { EM_CHUNK_KEY_LEN, key };
     int64_t v0;
 
     pthread_mutex_lock(&db->wlock);
@@ -421,8 +422,8 @@ static void rewrite_chunk(ember_db *db, uint32_t series)
             }
     assert_int_equal(neu.len, old.len);
     assert_int_not_equal(memcmp(old.p + 8, neu.p + 8, 4), 0);
-    d = (MDB_val){ neu.len, neu.p };
-    assert_int_equal(mdb_put(w.txn, db->dbi[EM_D_CHUNK], &k, &d, 0), 0);
+    assert_int_equal(em_val_put(w.txn, db, EM_D_CHUNK, &k, neu.p, neu.len, 0),
+                     0);
     assert_int_equal(em_wtxn_commit(&w), EMBER_OK);
     pthread_mutex_unlock(&db->wlock);
     em_free(ps);

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "ember.h"
 #include "tests/unit/common/testutil.h"
@@ -148,20 +149,55 @@ typedef struct saved {
     size_t vlen;
 } saved;
 
-static void raw_put(raw *r, const void *key, size_t klen, const void *val,
-                    size_t vlen)
+/* The checksum format 2 stores after a value of TABLE (docs/file-format.md,
+** section 15): CRC-32 of the table's name, the key and, but for a chunk,
+** the value. */
+static uint32_t value_crc(const char *table, const void *key, size_t klen,
+                          const void *val, size_t vlen)
 {
-    MDB_val k = { klen, (void *)key }, d = { vlen, (void *)val };
-    assert_int_equal(mdb_put(r->txn, r->dbi, &k, &d, 0), 0);
+    uLong c = crc32(0, (const Bytef *)table, (uInt)strlen(table));
+
+    c = crc32(c, key, (uInt)klen);
+    if (strcmp(table, "chunk") != 0)
+        c = crc32(c, val, (uInt)vlen);
+    return (uint32_t)c;
 }
 
-/* Replaces S's value with VAL[VLEN] (S->val keeps the original). */
+/* Stores VAL[VLEN] and, unless RAW_BYTES, its checksum under KEY. */
+static void raw_put(raw *r, const char *table, const void *key, size_t klen,
+                    const void *val, size_t vlen, bool raw_bytes)
+{
+    uint8_t *buf = malloc(vlen + 4);
+    uint32_t crc = value_crc(table, key, klen, val, vlen);
+    MDB_val k = { klen, (void *)key }, d = { vlen + (raw_bytes ? 0 : 4), buf };
+
+    assert_non_null(buf);
+    memcpy(buf, val, vlen);
+    for (int i = 0; i < 4; i++)
+        buf[vlen + i] = (uint8_t)(crc >> (8 * i));
+    assert_int_equal(mdb_put(r->txn, r->dbi, &k, &d, 0), 0);
+    free(buf);
+}
+
+/* Replaces S's value with VAL[VLEN] (S->val keeps the original) and a
+** checksum that matches: the bytes a writer's bug, not a flipped bit, would
+** leave, which only the decoders and verify's cross-checks can catch. */
 static void damage(const saved *s, const void *val, size_t vlen)
 {
     raw r;
 
     raw_open(&r, s->table, s->flags);
-    raw_put(&r, s->key, s->klen, val, vlen);
+    raw_put(&r, s->table, s->key, s->klen, val, vlen, false);
+    raw_close(&r);
+}
+
+/* Replaces S's stored bytes, checksum included, with VAL[VLEN]. */
+static void damage_raw(const saved *s, const void *val, size_t vlen)
+{
+    raw r;
+
+    raw_open(&r, s->table, s->flags);
+    raw_put(&r, s->table, s->key, s->klen, val, vlen, true);
     raw_close(&r);
 }
 
@@ -172,7 +208,7 @@ static void restore(saved *s)
     s->val = NULL;
 }
 
-/* Copies the value of KEY in TABLE into S. */
+/* Copies the value of KEY in TABLE into S, without its checksum. */
 static void save(saved *s, const char *table, unsigned flags, const void *key,
                  size_t klen)
 {
@@ -186,10 +222,11 @@ static void save(saved *s, const char *table, unsigned flags, const void *key,
     s->klen = klen;
     raw_open(&r, table, flags);
     assert_int_equal(mdb_get(r.txn, r.dbi, &k, &d), 0);
+    assert_true(d.mv_size >= 4);
     s->val = malloc(d.mv_size + 1);
     assert_non_null(s->val);
     memcpy(s->val, d.mv_data, d.mv_size);
-    s->vlen = d.mv_size;
+    s->vlen = d.mv_size - 4;
     mdb_txn_abort(r.txn);
     mdb_env_close(r.env);
 }
@@ -472,7 +509,8 @@ static uint32_t string_id(const char *s)
     assert_int_equal(mdb_cursor_open(r.txn, r.dbi, &cur), 0);
     for (int mrc = mdb_cursor_get(cur, &k, &d, MDB_FIRST); mrc == 0;
          mrc = mdb_cursor_get(cur, &k, &d, MDB_NEXT))
-        if (d.mv_size == strlen(s) + 1 && memcmp(d.mv_data, s, d.mv_size) == 0)
+        if (d.mv_size == strlen(s) + 1 + 4 &&
+            memcmp(d.mv_data, s, strlen(s) + 1) == 0)
             memcpy(&id, k.mv_data, sizeof id);
     mdb_cursor_close(cur);
     mdb_txn_abort(r.txn);
@@ -671,13 +709,176 @@ static void test_head_and_meta(void **state)
     check_clean();
 }
 
+/* ---- checksums (format 2) ------------------------------------------------ */
+
+/* S's stored bytes (payload and checksum) with bit BIT of byte AT flipped. */
+static void flip_stored(const saved *s, size_t at, int bit)
+{
+    uint8_t *buf = malloc(s->vlen + 4);
+
+    assert_non_null(buf);
+    memcpy(buf, s->val, s->vlen + 4);
+    buf[at] ^= (uint8_t)(1u << bit);
+    damage_raw(s, buf, s->vlen + 4);
+    free(buf);
+}
+
+/* Flips a bit of S's first byte, last payload byte and checksum in turn:
+** verify must name WHO ("stk 3") and a checksum mismatch each time, and,
+** when SEL is set, the queries over it fail naming the same. */
+static void checksum_cases(saved *s, const char *who, const ember_selector *sel)
+{
+    size_t at[3] = { 0, s->vlen - 1, s->vlen + 2 };
+
+    for (int i = 0; i < 3; i++) {
+        ember_db *db;
+        flip_stored(s, at[i], i + 3);
+        db = tu_open(fx.dir, 0);
+        verify_reports(db, who, "checksum mismatch", NULL);
+        if (sel != NULL)
+            queries_fail(db, sel, "checksum mismatch");
+        ember_close(db);
+    }
+    restore(s);
+}
+
+/* A flipped bit in any stored value, its checksum included, or a value
+** moved under another key: verify names the table and the key, and the
+** queries that read it fail, where format 1 decoded what was left. */
+static void test_value_checksums(void **state)
+{
+    static const char post_key[] = "service\0a";
+    ember_matcher ma = { "service", "a", EMBER_MATCH_EQ };
+    ember_selector sel = sel_of(&ma, 0, 0);
+    uint32_t sid = fx.series[0], str = string_id("b"), fn = 0;
+    uint32_t stk = fx.stacks[1], other = fx.stacks[2];
+    char who[64];
+    saved sv, mv;
+    ember_db *db;
+
+    (void)state;
+    save(&sv, "stk", MDB_INTEGERKEY, &stk, sizeof stk);
+    snprintf(who, sizeof who, "stk %u", stk);
+    checksum_cases(&sv, who, NULL);
+    save(&sv, "str", MDB_INTEGERKEY, &str, sizeof str);
+    snprintf(who, sizeof who, "str %u", str);
+    checksum_cases(&sv, who, NULL);
+    save(&sv, "post", 0, post_key, sizeof post_key - 1);
+    checksum_cases(&sv, "post service=a", &sel);
+    save(&sv, "fpost", MDB_INTEGERKEY, &fn, sizeof fn);
+    checksum_cases(&sv, "fpost 0", NULL);
+    save(&sv, "meta", 0, "profiles", 8);
+    checksum_cases(&sv, "meta \"profiles\"", NULL);
+    save(&sv, "head", MDB_INTEGERKEY, &sid, sizeof sid);
+    snprintf(who, sizeof who, "head %u", sid);
+    checksum_cases(&sv, who, NULL);
+
+    /* stack OTHER's stored bytes under STK's key */
+    save(&sv, "stk", MDB_INTEGERKEY, &stk, sizeof stk);
+    save(&mv, "stk", MDB_INTEGERKEY, &other, sizeof other);
+    damage_raw(&sv, mv.val, mv.vlen + 4);
+    free(mv.val);
+    db = tu_open(fx.dir, 0);
+    snprintf(who, sizeof who, "stk %u", stk);
+    verify_reports(db, who, "checksum mismatch", NULL);
+    ember_close(db);
+    restore(&sv);
+    check_clean();
+}
+
+/* A chunk's value: its own checksum covers its bytes, the value's covers
+** its key: a bit flipped in the value's checksum fails as the key's. The
+** series before it may fail too (its scan stops at the first key past it,
+** which cannot be trusted); the one after does not. */
+static void test_chunk_value_checksum(void **state)
+{
+    ember_matcher mine = { "service", services[1], EMBER_MATCH_EQ };
+    ember_selector sel = sel_of(&mine, 0, 0);
+    char where[80];
+    saved sv;
+    int64_t t = find_chunk(fx.series[1], false, &sv);
+    ember_db *db;
+
+    (void)state;
+    snprintf(where, sizeof where, "chunk (series %u, t=%lld", fx.series[1],
+             (long long)t);
+    flip_stored(&sv, sv.vlen + 1, 0);
+    db = tu_open(fx.dir, 0);
+    verify_reports(db, where, "checksum mismatch", NULL);
+    queries_fail(db, &sel, "checksum mismatch");
+    series_answers(db, 2, 0, 0, fx.total[2]);
+    ember_close(db);
+    restore(&sv);
+    check_clean();
+}
+
+/* ---- LMDB's trees -------------------------------------------------------- */
+
+#define INDEX_FLAGS (MDB_INTEGERKEY | MDB_DUPSORT | MDB_DUPFIXED | \
+                     MDB_INTEGERDUP)
+
+/* Adds (ADD) or removes N ids from 1000000 on as duplicates under the
+** first key of the string index: a sub-page of them for a few, a sub-tree
+** for many. */
+static void index_dups(size_t n, bool add)
+{
+    MDB_cursor *cur;
+    MDB_val k, d;
+    uint64_t key;
+    raw r;
+
+    raw_open(&r, "strh", INDEX_FLAGS);
+    assert_int_equal(mdb_cursor_open(r.txn, r.dbi, &cur), 0);
+    assert_int_equal(mdb_cursor_get(cur, &k, &d, MDB_FIRST), 0);
+    memcpy(&key, k.mv_data, sizeof key);
+    mdb_cursor_close(cur);
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t id = 1000000 + i;
+        MDB_val kk = { sizeof key, &key }, dd = { sizeof id, &id };
+        assert_int_equal(add ? mdb_put(r.txn, r.dbi, &kk, &dd, 0)
+                             : mdb_del(r.txn, r.dbi, &kk, &dd), 0);
+    }
+    raw_close(&r);
+}
+
+/* Ember's indexes hold duplicates only on a hash collision, so rarely
+** that no other test makes LMDB store them: verify's walk of LMDB's trees
+** must take both of LMDB's forms of duplicates as sound, and report only
+** the index's extra entries. */
+static void test_index_duplicates(void **state)
+{
+    size_t counts[2] = { 3, 3000 };
+
+    (void)state;
+    for (int i = 0; i < 2; i++) {
+        problems p = { NULL, 0 };
+        uint64_t count = 0;
+        ember_db *db;
+        index_dups(counts[i], true);
+        db = tu_open(fx.dir, 0);
+        assert_int_equal(ember_verify(db, on_problem, &p, &count),
+                         EMBER_ECORRUPT);
+        for (size_t j = 0; j < p.n; j++) {
+            if (strstr(p.v[j], "LMDB's tree") != NULL)
+                fail_msg("%zu duplicates: %s", counts[i], p.v[j]);
+            free(p.v[j]);
+        }
+        free(p.v);
+        assert_true(count > 0);
+        ember_close(db);
+        index_dups(counts[i], false);
+    }
+    check_clean();
+}
+
 /* ---- LMDB's meta pages ------------------------------------------------- */
 
 /* LMDB 0.9's meta page on a 64-bit host: a 16-byte page header, then
 ** magic, version, address, map size (at 32), the free list's MDB_db whose
 ** first u32 is the page size (at 40), the main MDB_db, the last page (at
 ** 136), the txn id. Page 1 starts at the page size. */
-enum { META_MAPSIZE = 32, META_PSIZE = 40, META_LAST = 136 };
+enum { META_MAPSIZE = 32, META_PSIZE = 40, META_MAIN_ROOT = 128,
+       META_LAST = 136, META_TXNID = 144 };
 
 static void file_store(const char *path, const void *p, size_t n)
 {
@@ -702,6 +903,23 @@ static void meta_patch(const char *path, const char *orig, size_t n,
     assert_int_equal(psize, 4096);
     memcpy(b + off, &v, width);
     memcpy(b + psize + off, &v, width);
+    file_store(path, b, n);
+    free(b);
+}
+
+/* Flips bit BIT of the txn id of meta page PAGE of ORIG (N bytes) into
+** PATH. */
+static void txnid_flip(const char *path, const char *orig, size_t n,
+                       int page, int bit)
+{
+    char *b = malloc(n);
+    uint64_t id;
+
+    assert_non_null(b);
+    memcpy(b, orig, n);
+    memcpy(&id, b + page * 4096 + META_TXNID, sizeof id);
+    id ^= 1ull << bit;
+    memcpy(b + page * 4096 + META_TXNID, &id, sizeof id);
     file_store(path, b, n);
     free(b);
 }
@@ -751,6 +969,38 @@ static void test_meta_pages(void **state)
     open_fails(EMBER_ECORRUPT, "truncated to 100 bytes", "meta page 0");
     meta_patch(path, orig, n, 16, 4, 0x55555555);
     open_fails(EMBER_EFORMAT, "not an LMDB file", "magic 0x55555555");
+    meta_patch(path, orig, n, META_MAIN_ROOT, 8, 0x10000);
+    open_fails(EMBER_ECORRUPT, "main database's root is page 65536",
+               "past its last page");
+    file_store(path, orig, n);
+    free(orig);
+    check_clean();
+}
+
+/* The issue's probe: the high byte of a meta page's txn id flipped made
+** LMDB open the older snapshot, where the database was empty, and verify
+** said ok. LMDB writes txn N to meta page N % 2, one txn apart: any other
+** pair is damage, named with both ids, read-only or not. */
+static void test_meta_txnid(void **state)
+{
+    char path[512];
+    size_t n;
+    char *orig;
+
+    (void)state;
+    snprintf(path, sizeof path, "%s/data.mdb", fx.dir);
+    orig = tu_read_file(path, &n);
+    assert_non_null(orig);
+    for (int page = 0; page < 2; page++) {
+        txnid_flip(path, orig, n, page, 56);        /* the high byte */
+        open_fails(EMBER_ECORRUPT, "went back in time", "not one apart");
+        txnid_flip(path, orig, n, page, 0);         /* the parity */
+        open_fails(EMBER_ECORRUPT, "went back in time",
+                   page == 0 ? "page 0 holds an odd one"
+                             : "page 1 holds an even one");
+        txnid_flip(path, orig, n, page, 3);
+        open_fails(EMBER_ECORRUPT, "meta page 0 holds txn", "meta page 1");
+    }
     file_store(path, orig, n);
     free(orig);
     check_clean();
@@ -767,7 +1017,11 @@ int main(void)
         cmocka_unit_test(test_function_postings),
         cmocka_unit_test(test_postings_same_size),
         cmocka_unit_test(test_head_and_meta),
+        cmocka_unit_test(test_value_checksums),
+        cmocka_unit_test(test_chunk_value_checksum),
+        cmocka_unit_test(test_index_duplicates),
         cmocka_unit_test(test_meta_pages),
+        cmocka_unit_test(test_meta_txnid),
     };
     return cmocka_run_group_tests_name("corrupt", tests, setup, teardown);
 }
