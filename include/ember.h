@@ -109,9 +109,11 @@ EMBER_API void ember_close(ember_db *db);
 EMBER_API int ember_sync(ember_db *db);
 
 /* ------------------------------------------------------------------------ */
-/* The data model (docs/architecture.md). Ids are dense uint32 per table and
-** never change once committed. Id 0 of strings is "", of mappings is the
-** unknown mapping; all other tables start at 0 with real entries. */
+/* The data model (docs/architecture.md). Ids are uint32 per table; an id
+** interned names its record until the next compaction renumbers the head
+** (an append naming it then fails with EMBER_EINVAL: intern again; docs/
+** operations.md). Id 0 of strings is "", of mappings is the unknown
+** mapping, always. */
 
 typedef struct ember_label {
     const char *name;           /* [a-zA-Z_][a-zA-Z0-9_]*, <= 64 bytes */
