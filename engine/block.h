@@ -35,6 +35,9 @@
 #define EM_BLOCK_VERSION 1
 #define EM_BLOCK_ROOT UINT32_MAX    /* the parent of a stack's outermost
                                     ** frame's node */
+#define EM_BLOCK_NOLOC UINT32_MAX   /* the location of the empty stack's
+                                    ** node: none (its parent is ROOT, its
+                                    ** depth 0, and it has no children) */
 
 /* What a block says about itself (its footer). */
 typedef struct em_block_info {
@@ -85,8 +88,9 @@ int em_bbuild_location(em_bbuild *b, uint32_t mapping, uint64_t address,
 int em_bbuild_node(em_bbuild *b, uint32_t parent, uint32_t loc,
                    uint32_t *id);
 /* The node of the stack LOCS (N location ids, leaf first, as the head
-** stores stacks): em_bbuild_node from the outermost frame in. N may be 0
-** only for an empty stack, which is not allowed (EINVAL). */
+** stores stacks): em_bbuild_node from the outermost frame in. N 0: the
+** empty stack (a profile of no frames, as an agent's own counters are),
+** the node (ROOT, EM_BLOCK_NOLOC). */
 int em_bbuild_stack(em_bbuild *b, const uint32_t *locs, size_t n,
                     uint32_t *id);
 /* A series: TYPE (string id) and N (name, value) string id pairs, sorted
@@ -162,7 +166,8 @@ typedef struct em_block_syms {
     const em_bline *lines;
     const uint32_t *parent;         /* [nnodes]: parent node, or
                                     ** EM_BLOCK_ROOT; parent[i] < i */
-    const uint32_t *loc;            /* [nnodes]: the node's leaf location */
+    const uint32_t *loc;            /* [nnodes]: the node's leaf location;
+                                    ** EM_BLOCK_NOLOC: the empty stack */
     const uint32_t *depth;          /* [nnodes]: frames in the stack */
     const em_bseries *series;
     const uint32_t *label_names, *label_values;   /* [nlabels], string ids */

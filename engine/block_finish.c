@@ -170,7 +170,8 @@ static int order_locations(em_bbuild *b, fin *f)
     for (uint32_t i = 0; i < b->nloc; i++)
         v[i] = (loc_sort){ b->loc[i].mapping, b->loc[i].address, 0, i };
     for (uint32_t i = 0; i < b->nnode; i++)
-        v[b->nodeloc[i]].uses++;
+        if (b->nodeloc[i] != EM_BLOCK_NOLOC)
+            v[b->nodeloc[i]].uses++;
     qsort(v, b->nloc, sizeof *v, loc_sort_cmp);
     for (uint32_t i = 0; i < b->nloc; i++)
         f->lorder[i] = v[i].old;
@@ -418,8 +419,10 @@ static int sec_nodes(em_bbuild *b, fin *f)
         rc = col_begin(f, b->nnode);
     for (uint32_t i = 0; i < b->nnode && rc == EMBER_OK; i++) {
         uint32_t p = b->parent[i];
-        put_zz(f, (int64_t)f->lmap[b->nodeloc[i]] -
-                      (p == EM_BLOCK_ROOT ? 0 : f->lmap[b->nodeloc[p]]));
+        /* the empty stack's node: one past the last location */
+        int64_t l = b->nodeloc[i] == EM_BLOCK_NOLOC ? b->nloc
+                                                    : f->lmap[b->nodeloc[i]];
+        put_zz(f, l - (p == EM_BLOCK_ROOT ? 0 : f->lmap[b->nodeloc[p]]));
     }
     return rc == EMBER_OK ? sec_put(b, f, BLK_NODE_LOC) : rc;
 }

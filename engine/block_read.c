@@ -506,9 +506,18 @@ static int load_nodes(em_block *b)
     for (uint32_t i = 0; i < n; i++) {
         TRY(col_below(&c[0], (uint64_t)i + 1, &d));
         b->parent[i] = d == 0 ? EM_BLOCK_ROOT : i - (uint32_t)d;
-        TRY(col_zz_id(&c[1], b->info.nlocations,
+        if (d != 0 && b->loc[b->parent[i]] == EM_BLOCK_NOLOC)
+            TRY(EM_CORRUPT("block %s: section nodes.parent: node %" PRIu32
+                           " has the empty stack as its parent", b->path,
+                           i));
+        /* an outermost node may be one past the last location: the empty
+        ** stack (depth 0) */
+        TRY(col_zz_id(&c[1], b->info.nlocations + (d == 0),
                       d == 0 ? 0 : b->loc[b->parent[i]], &b->loc[i]));
-        b->depth[i] = d == 0 ? 1 : b->depth[b->parent[i]] + 1;
+        if (d == 0 && b->loc[i] == b->info.nlocations)
+            b->loc[i] = EM_BLOCK_NOLOC;
+        b->depth[i] = b->loc[i] == EM_BLOCK_NOLOC ? 0
+                      : d == 0 ? 1 : b->depth[b->parent[i]] + 1;
         if (b->depth[i] > EM_MAX_STACK_DEPTH)
             TRY(EM_CORRUPT("block %s: section nodes.parent: node %" PRIu32
                            " is deeper than %u", b->path, i,

@@ -381,7 +381,8 @@ static int node_add(em_bbuild *b, uint32_t parent, uint32_t loc,
 {
     node_key k = { b, parent, loc };
     uint64_t h = em_mix64((uint64_t)parent << 32 | loc);
-    uint32_t depth = parent == EM_BLOCK_ROOT ? 1 : b->depth[parent] + 1;
+    uint32_t depth = loc == EM_BLOCK_NOLOC ? 0
+                     : parent == EM_BLOCK_ROOT ? 1 : b->depth[parent] + 1;
     bool found;
     bslot *e;
 
@@ -414,6 +415,11 @@ int em_bbuild_node(em_bbuild *b, uint32_t parent, uint32_t loc, uint32_t *id)
     if (parent != EM_BLOCK_ROOT && parent >= b->nnode)
         return em_err(EMBER_EINVAL, "block builder: node: parent %" PRIu32
                       " of %" PRIu32, parent, b->nnode);
+    if (loc == EM_BLOCK_NOLOC && parent == EM_BLOCK_ROOT)
+        return node_add(b, parent, loc, id);    /* the empty stack */
+    if (parent != EM_BLOCK_ROOT && b->nodeloc[parent] == EM_BLOCK_NOLOC)
+        return em_err(EMBER_EINVAL, "block builder: node: the empty stack "
+                      "%" PRIu32 " as a parent", parent);
     if (loc >= b->nloc)
         return em_err(EMBER_EINVAL, "block builder: node: location %" PRIu32
                       " of %" PRIu32, loc, b->nloc);
@@ -426,8 +432,10 @@ int em_bbuild_stack(em_bbuild *b, const uint32_t *locs, size_t n,
     uint32_t node = EM_BLOCK_ROOT;
     int rc = em_bbuild_check(b);
 
-    if (rc == EMBER_OK && (n == 0 || locs == NULL))
-        rc = em_err(EMBER_EINVAL, "block builder: an empty stack");
+    if (rc == EMBER_OK && n == 0)
+        return node_add(b, EM_BLOCK_ROOT, EM_BLOCK_NOLOC, id);
+    if (rc == EMBER_OK && locs == NULL)
+        rc = em_err(EMBER_EINVAL, "block builder: NULL stack");
     if (rc == EMBER_OK && n > EM_MAX_STACK_DEPTH)
         rc = em_err(EMBER_ELIMIT, "block builder: stack of %zu frames, "
                     "limit %u", n, EM_MAX_STACK_DEPTH);

@@ -116,7 +116,8 @@ int em_block_hashes_make(const em_block_syms *y, const em_block_info *in,
     for (size_t i = 0; i < nn; i++) {
         node[i] = y->parent[i] == EM_BLOCK_ROOT ? root_hash
                                                 : node[y->parent[i]];
-        fold_h(&node[i], lh[y->loc[i]]);
+        if (y->loc[i] != EM_BLOCK_NOLOC)    /* the empty stack: the root */
+            fold_h(&node[i], lh[y->loc[i]]);
     }
     em_free(sh);
     *out = node;

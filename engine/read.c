@@ -1232,7 +1232,8 @@ static int merge_finish(merge_acc *m, ember_merged **out)
     if (ovf)
         rc = em_err(EMBER_ELIMIT, "merge: the values of its %zu stacks sum "
                     "past the 64-bit range (merge fewer profiles)", n);
-    if (rc == EMBER_OK && m->nbs > 1)
+    if (rc == EMBER_OK && m->r->nsrc_stacks > 1)    /* one source with
+                                                    ** stacks: ids unique */
         rc = em_canon_merged(m->r, r->stacks, r->values, &r->n);
     r->nseries = m->sseen != NULL ?
                  roaring_bitmap_get_cardinality(m->sseen) : m->nseries;

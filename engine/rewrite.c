@@ -169,9 +169,11 @@ static int map_node(rw *w, rin *r, uint32_t id, uint32_t *out)
         w->chain[k++] = x;
     }
     while (k-- > 0 && rc == EMBER_OK) {
-        uint32_t x = w->chain[k], p = r->y->parent[x], loc;
+        uint32_t x = w->chain[k], p = r->y->parent[x], loc = EM_BLOCK_NOLOC;
         uint32_t op = p == EM_BLOCK_ROOT ? EM_BLOCK_ROOT : r->node[p];
-        if ((rc = map_location(w, r, r->y->loc[x], &loc)) == EMBER_OK)
+        if (r->y->loc[x] != EM_BLOCK_NOLOC)   /* else the empty stack */
+            rc = map_location(w, r, r->y->loc[x], &loc);
+        if (rc == EMBER_OK)
             rc = em_bbuild_node(w->out, op, loc, &r->node[x]);
     }
     *out = r->node[id];

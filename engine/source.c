@@ -167,6 +167,9 @@ static int src_bases(em_rtxn *r)
         }
         r->vnext[t] = (uint32_t)at;
     }
+    r->nsrc_stacks = 0;
+    for (uint32_t i = 0; i < r->nsrc; i++)
+        r->nsrc_stacks += r->src[i].n[EM_T_STACK] > 0;
     return EMBER_OK;
 }
 
@@ -606,7 +609,7 @@ static int bthrough(em_src *s, const em_block_syms *y, const char *regex,
             lm[l] = fm[y->lines[loc->first + j].function];
     }
     for (uint32_t i = 0; i < nn && rc == EMBER_OK; i++)
-        through[i] = lm[y->loc[i]] |
+        through[i] = (y->loc[i] != EM_BLOCK_NOLOC && lm[y->loc[i]]) |
                      (y->parent[i] != EM_BLOCK_ROOT ? through[y->parent[i]]
                                                     : 0);
     em_regex_free(re);

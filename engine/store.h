@@ -327,6 +327,8 @@ typedef struct em_rtxn {
     uint64_t epoch;                 /* in the chunk cache (em_ccache_epoch) */
     em_src *src;                    /* [nsrc]: the head, then blocks */
     uint32_t nsrc;
+    uint32_t nsrc_stacks;           /* sources holding any stack: with one,
+                                    ** no stack needs matching by content */
     uint32_t vnext[EM_T_COUNT];     /* virtual table sizes, all sources */
     em_canon_tab scanon;            /* canonical series (engine/source.c) */
     em_canon *canon;                /* canonical stacks, made on first use */

@@ -989,7 +989,13 @@ static void test_limits(void **state)
     fns[0] = 999;
     assert_int_equal(em_bbuild_location(t.b, 0, 1, fns, lines, 1, &id),
                      EMBER_EINVAL);
-    assert_int_equal(em_bbuild_stack(t.b, &t.loc, 0, &id), EMBER_EINVAL);
+    {   /* the empty stack: one node, (ROOT, NOLOC), depth 0 */
+        uint32_t e1, e2;
+        assert_int_equal(em_bbuild_stack(t.b, &t.loc, 0, &e1), EMBER_OK);
+        assert_int_equal(em_bbuild_stack(t.b, NULL, 0, &e2), EMBER_OK);
+        assert_int_equal(e1, e2);
+        assert_int_equal(em_bbuild_node(t.b, e1, t.loc, &id), EMBER_EINVAL);
+    }
     assert_int_equal(em_bbuild_stack(t.b, &empty + 0, 1, &id), EMBER_OK);
     assert_int_equal(em_bbuild_stack(t.b, (uint32_t[]){ 999 }, 1, &id),
                      EMBER_EINVAL);
