@@ -162,6 +162,7 @@ static void run_count(em_compact_sched *s, const run_result *r)
     em_compact_sched_stats *st = &s->st;
 
     st->runs++;
+    st->last = r->rc == EMBER_EBUSY ? (ember_compact_report){ 0 } : r->rep;
     st->failed += r->rc != EMBER_OK && r->rc != EMBER_EBUSY;
     st->busy += r->rc == EMBER_EBUSY;
     if (r->rep.bytes_before > r->rep.bytes_after)
@@ -172,7 +173,6 @@ static void run_count(em_compact_sched *s, const run_result *r)
     st->last_elapsed_ms = r->elapsed_ms;
     st->last_rc = r->rc;
     memcpy(st->last_error, r->error, sizeof st->last_error);
-    st->last = r->rep;
     if (r->rc == EMBER_OK)
         st->last_ok_ms = r->start_ms + r->elapsed_ms;
 }

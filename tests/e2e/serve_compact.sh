@@ -18,10 +18,11 @@
 #      ones of before; SIGKILL while one runs: verify passes and the
 #      answers are the ones of before (each step of the run committed
 #      whole or not at all);
-#   4. the options refuse what they cannot do (--compact-merge,
-#      --compact-retention and --compact-downsample too); --compact-every
-#      0 runs none; `ember stats --server` shows the blocks `ember stats
-#      -d` does.
+#   4. a run while another process holds the compaction lock is skipped,
+#      said and counted as busy; the options refuse what they cannot do
+#      (--compact-merge, --compact-retention and --compact-downsample
+#      too); --compact-every 0 runs none; `ember stats --server` shows the
+#      blocks `ember stats -d` does.
 set -eu
 EMBER=${EMBER:-build/ember}
 pprof=tests/data/pprof
@@ -220,6 +221,25 @@ for bad in "--compact-every 10ms" "--compact-every soon" "--compact-head -1h" \
   [ "$st" = 2 ] || fail "serve $bad: exit $st, not 2"
   grep -q "^ember serve: --compact-" "$tmp/err" || fail "serve $bad: $(cat "$tmp/err")"
 done
+# another compaction holds the directory: each run is skipped, said,
+# counted as busy, and the next goes on
+if command -v flock > /dev/null; then
+  mkdir -p "$tmp/db/blocks"
+  flock "$tmp/db/blocks/LOCK" sleep 3 & lpid=$!
+  sleep 0.2
+  serve_start "$tmp/db" --listen "unix:$sock" --access-log off --compact-every 200ms
+  for _ in $(seq 100); do
+    [ "$(num busy)" -ge 2 ] && break
+    sleep 0.05
+  done
+  [ "$(num busy)" -ge 2 ] && [ "$(num failed)" = 0 ] || fail "busy: $(status)"
+  status | grep -q '"result":"busy","error":"[^"]*another compaction is running"' ||
+    fail "busy: the last run: $(status)"
+  grep -q '^ember serve: compact: skipped: .*another compaction is running; the next try in 200ms$' \
+    "$tmp/log" || fail "busy: no line in the log"
+  serve_stop
+  wait "$lpid"
+fi
 # --compact-every 0: no scheduler, and the status says so (the other
 # options are taken all the same)
 serve_start "$tmp/db" --listen "unix:$sock" --access-log off --compact-every 0 \
