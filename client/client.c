@@ -386,6 +386,12 @@ static void stats_fill(json_object *d, ember_stats *s)
     s->chunk_bytes = json_u64(d, "chunk_bytes");
     s->file_bytes = json_u64(d, "file_bytes");
     s->used_bytes = json_u64(d, "used_bytes");
+    s->blocks = json_u64(d, "blocks");
+    s->block_bytes = json_u64(d, "block_bytes");
+    s->block_series = json_u64(d, "block_series");
+    s->block_profiles = json_u64(d, "block_profiles");
+    s->block_samples = json_u64(d, "block_samples");
+    s->block_stacks = json_u64(d, "block_stacks");
     stats_tables(d, s);
 }
 

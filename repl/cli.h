@@ -123,6 +123,114 @@ int em_source_label_values(em_source *s, const char *name, const char *match,
                            const ember_selector *sel, ember_strlist **out);
 int em_source_stats(em_source *s, ember_stats *out);
 
+/* ---- compaction: its options (repl/compact_opts.c), and its runs in the
+** background of `ember serve` and `ember agent` (repl/compact_sched.c;
+** issue 15) ---------------------------------------------------------------- */
+
+/* getopt_long values: every option of one compaction shares EM_OPT_COMPACT
+** and is told apart by its name (em_compact_opt). */
+enum { EM_OPT_COMPACT = 0x110, EM_OPT_COMPACT_EVERY = 0x111 };
+
+/* The options of one compaction as getopt_long entries named PREFIX and
+** the option's name: `ember compact` lists them bare (--head), serve and
+** agent as "compact-" ones (--compact-head). A new field of
+** ember_compact_opts is a line here and a case in em_compact_opt, and all
+** three commands take it. */
+#define EM_COMPACT_LONGOPTS(PREFIX) \
+    { PREFIX "head", required_argument, NULL, EM_OPT_COMPACT }, \
+    { PREFIX "block", required_argument, NULL, EM_OPT_COMPACT }, \
+    { PREFIX "merge", required_argument, NULL, EM_OPT_COMPACT }, \
+    { PREFIX "retention", required_argument, NULL, EM_OPT_COMPACT }, \
+    { PREFIX "downsample", required_argument, NULL, EM_OPT_COMPACT }
+
+#define EM_COMPACT_MAX_RULES 32         /* --retention's */
+#define EM_COMPACT_MAX_RES 8            /* --downsample's */
+
+struct em_node;
+
+/* One compaction's options and everything they point to (owned). */
+typedef struct em_compact_args {
+    ember_compact_opts o;
+    ember_retention rules[EM_COMPACT_MAX_RULES];
+    struct em_node *trees[EM_COMPACT_MAX_RULES];  /* the rules' matchers */
+    char *types[EM_COMPACT_MAX_RULES];
+    ember_resolution res[EM_COMPACT_MAX_RES];
+} em_compact_args;
+
+/* ember_compact's defaults. */
+void em_compact_args_init(em_compact_args *a);
+/* Frees what A owns (the retention rules); A may be used again. */
+void em_compact_args_free(em_compact_args *a);
+/* Sets the option NAME (an entry of EM_COMPACT_LONGOPTS, "compact-" or
+** not) of A from ARG, which it may modify and point into: 0, or the exit
+** status after a message naming it. */
+int em_compact_opt(const char *cmd, const char *name, char *arg,
+                   em_compact_args *a);
+/* "compacted: 12.10 MiB -> 3.02 MiB on disk; 4 blocks cut from the head,
+** 812 profiles moved out of it, 2 blocks removed" ("dry run: ..." when
+** DRY) into BUF. */
+void em_compact_summary(const ember_compact_report *r, bool dry, char *buf,
+                        size_t n);
+
+#define EM_COMPACT_EVERY_MS (3600 * 1000ll)    /* --compact-every's default */
+#define EM_COMPACT_EVERY_MIN_MS 100            /* a shorter one is refused */
+
+/* What --compact-every and the compaction options of serve and agent set. */
+typedef struct em_compact_sched_opts {
+    int64_t every_ms;           /* between runs; 0: none in the background */
+    em_compact_args compact;    /* each run's (head, block, retention...) */
+} em_compact_sched_opts;
+
+/* Every hour, each run with ember_compact's defaults; free it with
+** em_compact_args_free(&o->compact). */
+void em_compact_sched_defaults(em_compact_sched_opts *o);
+/* --compact-every ARG ("0": off) into O: 0, or 2 after a message. */
+int em_compact_every_opt(const char *cmd, const char *arg,
+                         em_compact_sched_opts *o);
+
+/* What the background compactions have done, for /api/v1/status and
+** /metrics. Counts are of runs that ended. */
+typedef struct em_compact_sched_stats {
+    int64_t every_ms;           /* 0: no scheduler */
+    uint64_t runs;              /* whatever their result */
+    uint64_t failed;            /* ended in an error other than busy */
+    uint64_t busy;              /* skipped: another compaction held the
+                                ** database (EMBER_EBUSY) */
+    uint64_t freed_bytes;       /* per run bytes before - after, when > 0 */
+    uint64_t blocks_written;    /* cut from the head */
+    uint64_t blocks_removed;    /* merged, downsampled or retention's */
+    bool running;               /* one runs now */
+    int64_t next_ms;            /* unix ms of the next run; 0: none */
+    int64_t last_ok_ms;         /* unix ms the last success ended; 0: none */
+    /* the last run, when runs > 0 */
+    int64_t last_ms;            /* unix ms it started */
+    int64_t last_elapsed_ms;
+    int last_rc;                /* EMBER_OK, EMBER_EBUSY or an error */
+    char last_error[256];       /* its message; "" when it succeeded */
+    ember_compact_report last;
+} em_compact_sched_stats;
+
+typedef struct em_compact_sched em_compact_sched;
+
+/* Starts a thread that runs ember_compact on DB every O->every_ms (the
+** first run at a random moment between a half and one and a half
+** intervals from now), one run at a time, and says each on stderr as
+** "ember CMD: ...": always when one fails or is skipped, when it
+** succeeds only if VERBOSE. DB and O must outlive it. 0, or 1 after a
+** message when the thread could not start. */
+int em_compact_sched_start(ember_db *db, const em_compact_sched_opts *o,
+                           const char *cmd, bool verbose,
+                           em_compact_sched **out);
+/* Asks the thread to stop, and returns: no run starts after this, and a
+** run in progress goes on to its end (NULL: no-op). */
+void em_compact_sched_stop(em_compact_sched *s);
+/* Stops the thread, waits for a run in progress to end (saying so), and
+** frees S (NULL: no-op). */
+void em_compact_sched_free(em_compact_sched *s);
+/* A copy of S's counts into OUT, taken under its lock (NULL S: zeros). */
+void em_compact_sched_stats_get(em_compact_sched *s,
+                                em_compact_sched_stats *out);
+
 /* ---- output shared by `ember query` and the REPL (repl/repl_out.c) ------- */
 
 /* Every output format, in the order messages and help list them. */

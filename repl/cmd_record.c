@@ -12,6 +12,12 @@
 ** (without): an ember_pusher (client/push.c) whose spool is DIR/push-spool,
 ** or --push-spool; its counts become self-metrics (push_*) and a line of
 ** the summary, its drops and outages lines on stderr as they happen.
+**
+** With -d DIR the agent compacts DIR in the background, every hour unless
+** --compact-every says otherwise (repl/compact_sched.c): the windows go on
+** being written meanwhile, and a compaction in progress at the end is let
+** finish before the database is closed. record runs too briefly to need
+** it.
 */
 #include <errno.h>
 #include <getopt.h>
@@ -89,6 +95,8 @@ typedef struct record_args {
     ember_pusher *pusher;
     uint64_t push_last[PUSH_NMETRICS];  /* the counts at the last window */
     uint64_t push_windows;      /* windows spooled */
+    em_compact_sched_opts compact;  /* agent -d: the background runs */
+    bool compact_given;         /* a --compact-* option was on the line */
 } record_args;
 
 static int label_arg(record_args *r, char *arg)
@@ -132,8 +140,8 @@ static int duration_arg(record_args *r, const char *opt, const char *s,
     return 0;
 }
 
-/* Handles option C; 0, or the exit status of a misuse. */
-static int record_opt(record_args *r, int c)
+/* Handles option C (NAME when long); 0, or the exit status of a misuse. */
+static int record_opt(record_args *r, int c, const char *name)
 {
     em_agent_opts *o = &r->opts;
     long long v;
@@ -166,9 +174,30 @@ static int record_opt(record_args *r, int c)
             return em_cli_fail(2, r->cmd, "--push-buffer %s: expected bytes "
                                "such as 256M", optarg);
         return 0;
+    case EM_OPT_COMPACT_EVERY:
+        r->compact_given = true;
+        return em_compact_every_opt(r->cmd, optarg, &r->compact);
+    case EM_OPT_COMPACT:
+        r->compact_given = true;
+        return em_compact_opt(r->cmd, name, optarg, &r->compact.compact);
     default:
         return em_cli_bad_option(r->cmd, c);
     }
+}
+
+/* The --compact-* options: the agent's, and only with a database. */
+static int compact_check(const record_args *r, bool agent)
+{
+    if (!r->compact_given)
+        return 0;
+    if (!agent)
+        return em_cli_fail(2, r->cmd, "--compact-*: the agent's options; "
+                           "run ember compact after a record");
+    if (r->dir == NULL)
+        return em_cli_fail(2, r->cmd, "--compact-*: the agent compacts its "
+                           "-d DIR, and has none (the server it pushes to "
+                           "compacts its own)");
+    return 0;
 }
 
 static int record_parse(record_args *r, int argc, char **argv)
@@ -185,23 +214,28 @@ static int record_parse(record_args *r, int argc, char **argv)
         { "push-token-file", required_argument, NULL, OPT_PUSH_TOKEN },
         { "push-buffer", required_argument, NULL, OPT_PUSH_BUFFER },
         { "push-spool", required_argument, NULL, OPT_PUSH_SPOOL },
+        { "compact-every", required_argument, NULL, EM_OPT_COMPACT_EVERY },
+        EM_COMPACT_LONGOPTS("compact-"),
         { NULL, 0, NULL, 0 },
     };
     bool agent = strcmp(r->cmd, "agent") == 0;
-    int c, st;
+    int c, st, li = 0;
 
     r->opts.sz = sizeof r->opts;
     r->opts.sampler.sz = sizeof r->opts.sampler;
     r->opts.labels = r->labels;
     r->opts.duration_ms = agent ? 0 : RECORD_DURATION_MS;
+    em_compact_sched_defaults(&r->compact);
     optind = 1;
-    while ((c = getopt_long(argc, argv, ":d:l:vF:p:", longs, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":d:l:vF:p:", longs, &li)) != -1) {
         if (agent && c == 'D')
             return em_cli_fail(2, r->cmd, "--duration: the agent runs until "
                                "SIGINT or SIGTERM (see ember record)");
-        if ((st = record_opt(r, c)) != 0)
+        if ((st = record_opt(r, c, longs[li].name)) != 0)
             return st;
     }
+    if ((st = compact_check(r, agent)) != 0)
+        return st;
     if (r->push_url == NULL && (r->push_token_file != NULL ||
                                 r->push_spool != NULL || r->push_buffer))
         return em_cli_fail(2, r->cmd, "--push-token-file, --push-buffer and "
@@ -386,17 +420,16 @@ static int record_run(const char *cmd, int argc, char **argv)
     record_args r;
     em_agent_report rep;
     ember_db *db = NULL;
+    em_compact_sched *sched = NULL;
     int64_t t0;
     int st, rc;
 
     memset(&rep, 0, sizeof rep);
     memset(&r, 0, sizeof r);
     r.cmd = cmd;
-    if ((st = record_parse(&r, argc, argv)) != 0)
-        return st;
-    if ((st = record_ready(&r)) != 0)
-        return st;
-    if (r.push_url != NULL && (st = push_open(&r)) != 0)
+    if ((st = record_parse(&r, argc, argv)) != 0 ||
+        (st = record_ready(&r)) != 0 ||
+        (r.push_url != NULL && (st = push_open(&r)) != 0))
         goto out;
     record_stop = 0;
     signals_catch();
@@ -404,15 +437,23 @@ static int record_run(const char *cmd, int argc, char **argv)
         st = 1;
         goto out;
     }
+    if (db != NULL && strcmp(cmd, "agent") == 0 && r.compact.every_ms > 0 &&
+        (st = em_compact_sched_start(db, &r.compact, cmd, r.opts.verbose,
+                                     &sched)) != 0) {
+        ember_close(db);
+        goto out;
+    }
     t0 = em_cli_now_ms();
     rc = em_agent_run(db, &r.opts, &record_stop, &rep);
     st = rc == EMBER_OK ? 0 : em_cli_fail(1, cmd, "%s", em_errmsg());
+    em_compact_sched_free(sched);       /* waits for a run to end */
     ember_close(db);
     if (rc == EMBER_OK || rep.windows > 0)
         record_summary(&r, &rep, (double)(em_cli_now_ms() - t0) / 1000.0);
 out:
     push_close(&r);
     em_free(r.push_token);
+    em_compact_args_free(&r.compact.compact);
     return st;
 }
 

@@ -78,7 +78,9 @@ const em_cmd em_commands[] = {
       em_cmd_record, false },
     { "agent", "-d DIR|--push URL [--frequency 19] [--pid PID] "
       "[--window 10s] [-l k=v]... [-v] [--push-token-file F] "
-      "[--push-buffer SIZE] [--push-spool DIR]",
+      "[--push-buffer SIZE] [--push-spool DIR] [--compact-every 1h] "
+      "[--compact-head D] [--compact-block D] [--compact-merge D] "
+      "[--compact-retention R] [--compact-downsample S]",
       "profile continuously with eBPF until SIGINT or SIGTERM",
       "What `ember record` does, without an end: it runs until SIGINT or\n"
       "SIGTERM, then writes the last window and exits 0. Meant for a\n"
@@ -91,7 +93,13 @@ const em_cmd em_commands[] = {
       "  --push-buffer SIZE   windows kept on disk while the server is\n"
       "                 away (default 256M); past it the oldest are dropped\n"
       "  --push-spool DIR     where (default DIR/push-spool, or\n"
-      "                 /var/spool/ember/push without -d)\n",
+      "                 /var/spool/ember/push without -d)\n"
+      "  --compact-every D    with -d: run ember compact on DIR in the\n"
+      "                 background every D (default 1h, 0: never); -v\n"
+      "                 says each run\n"
+      "  --compact-head D, --compact-block D, --compact-merge D,\n"
+      "  --compact-retention R, --compact-downsample S\n"
+      "                 each run's options, as ember compact's --head...\n",
       em_cmd_agent, false },
     { "query", "-d DIR|--server URL [--from T] [--to T] [--step D] [-o FORMAT] "
       "[--output-file F] [--limit N] [--cum] [--unit U] [--color WHEN] "
@@ -138,14 +146,18 @@ const em_cmd em_commands[] = {
     { "serve", "-d DIR [--listen unix:PATH|tcp:[ADDR:]PORT]... "
       "[--token-file F] [--tls-cert F --tls-key F] [--access-log F|-|off] "
       "[--max-body N] [--max-connections N] [--threads N] "
-      "[--idle-timeout S] [--query-timeout D] [--query-memory N]",
+      "[--idle-timeout S] [--query-timeout D] [--query-memory N] "
+      "[--compact-every D] [--compact-head D] [--compact-block D] "
+      "[--compact-merge D] [--compact-retention R] "
+      "[--compact-downsample S]",
       "serve the database over HTTP until SIGINT or SIGTERM",
       "Answers Ember's HTTP API (docs/protocol.md) on a Unix socket, by\n"
       "default DIR/ember.sock (mode 0600), and on each --listen. TCP binds\n"
       "loopback unless an address is named, which needs --token-file:\n"
       "then every request but /healthz and /readyz must carry\n"
       "Authorization: Bearer TOKEN. SIGINT or SIGTERM stop accepting,\n"
-      "let the requests in flight finish, sync and exit 0.\n"
+      "let the requests in flight and a compaction in progress finish,\n"
+      "sync and exit 0. docs/server.md is the guide.\n"
       "  --listen L          unix:PATH, tcp:PORT (loopback), tcp:ADDR:PORT\n"
       "                      or tcp:[V6]:PORT; repeat for more\n"
       "  --token-file F      the bearer token, the file's first line\n"
@@ -159,7 +171,14 @@ const em_cmd em_commands[] = {
       "  --idle-timeout S    close a connection idle this long (120)\n"
       "  --query-timeout D   a query's time (default 30s, 0: none): 504;\n"
       "                      a request's timeout parameter may lower it\n"
-      "  --query-memory N    a query's memory (default 1G, 0: none): 422\n",
+      "  --query-memory N    a query's memory (default 1G, 0: none): 422\n"
+      "  --compact-every D   run ember compact in the background every D\n"
+      "                      (default 1h, the first after 0.5 to 1.5 D;\n"
+      "                      0: never); a line per run on stderr\n"
+      "  --compact-head D, --compact-block D, --compact-merge D,\n"
+      "  --compact-retention R, --compact-downsample S\n"
+      "                      each run's options, as ember compact's\n"
+      "                      --head, --block, ... (see ember help compact)\n",
       em_cmd_serve, false },
     { "stats", "-d DIR|--server URL",
       "print what the database holds and its size",

@@ -2,9 +2,11 @@
 ** repl/serve.c: `ember serve`, the command. It opens the database, makes
 ** each listening socket itself (a Unix socket, mode 0600, or TCP, bound to
 ** loopback unless a token guards it), hands each to a libmicrohttpd daemon
-** with a pool of threads, and waits for SIGINT or SIGTERM. Then it stops
-** accepting, lets the requests in flight finish (for up to
-** STOP_GRACE_S), syncs the database and exits 0.
+** with a pool of threads, starts the background compaction
+** (repl/compact_sched.c: every hour unless told), and waits for SIGINT or
+** SIGTERM. Then it stops accepting, lets the requests in flight finish
+** (for up to STOP_GRACE_S), lets a compaction in progress end, syncs the
+** database and exits 0.
 **
 ** Signals are blocked in every thread before the daemons start, and the
 ** main thread takes them with sigwait: a handler could not safely do any
@@ -401,6 +403,8 @@ static int serve_option(em_serve_opts *o, int c, const char *arg)
             return em_cli_fail(2, "serve", "--query-memory %s: expected "
                                "bytes such as 512M or 1G, or 0", arg);
         return 0;
+    case EM_OPT_COMPACT_EVERY:
+        return em_compact_every_opt("serve", arg, &o->compact);
     default:
         return em_cli_bad_option("serve", c);
     }
@@ -421,17 +425,23 @@ static int serve_args(em_serve_opts *o, int argc, char **argv)
         { "idle-timeout", required_argument, NULL, 'i' },
         { "query-timeout", required_argument, NULL, 'q' },
         { "query-memory", required_argument, NULL, 'm' },
+        { "compact-every", required_argument, NULL, EM_OPT_COMPACT_EVERY },
+        EM_COMPACT_LONGOPTS("compact-"),
         { NULL, 0, NULL, 0 },
     };
-    int c, st;
+    int c, st, li = 0;
 
     *o = (em_serve_opts){ .max_body = 256u << 20, .max_conns = 2048,
                           .threads = 4, .idle_timeout_s = 120,
                           .access_log = "-",
                           .query_timeout_ms = DEFAULT_QUERY_TIMEOUT_MS,
                           .query_max_bytes = DEFAULT_QUERY_MEMORY };
-    while ((c = getopt_long(argc, argv, ":d:", longs, NULL)) != -1)
-        if ((st = serve_option(o, c, optarg)) != 0)
+    em_compact_sched_defaults(&o->compact);
+    while ((c = getopt_long(argc, argv, ":d:", longs, &li)) != -1)
+        if ((st = c == EM_OPT_COMPACT
+                  ? em_compact_opt("serve", longs[li].name, optarg,
+                                   &o->compact.compact)
+                  : serve_option(o, c, optarg)) != 0)
             return st;
     return em_cli_args("serve", o->dir, argc, argv, 0, 0);
 }
@@ -486,11 +496,18 @@ static int server_init(em_server *s, int argc, char **argv)
     fd_limit_raise(s->opts.max_conns);
     pthread_mutex_init(&s->log_lock, NULL);
     s->started_ms = em_cli_now_ms();
-    return em_cli_open("serve", s->opts.dir, 0, &s->db) == EMBER_OK ? 0 : 1;
+    if (em_cli_open("serve", s->opts.dir, 0, &s->db) != EMBER_OK)
+        return 1;
+    /* before the daemons: their handlers read s->compact unlocked */
+    if (s->opts.compact.every_ms > 0)
+        return em_compact_sched_start(s->db, &s->opts.compact, "serve", true,
+                                      &s->compact);
+    return 0;
 }
 
 static void server_free(em_server *s)
 {
+    em_compact_sched_free(s->compact);      /* waits for a run to end */
     if (s->db != NULL && ember_sync(s->db) != EMBER_OK)
         em_cli_fail(1, "serve", "sync: %s", ember_errmsg(s->db));
     ember_close(s->db);
@@ -500,6 +517,7 @@ static void server_free(em_server *s)
         fclose(s->log);
     em_free(s->token);
     em_free(s->stats);
+    em_compact_args_free(&s->opts.compact.compact);
 }
 
 int em_cmd_serve(int argc, char **argv)
@@ -523,6 +541,7 @@ int em_cmd_serve(int argc, char **argv)
         fprintf(stderr, "ember serve: %s: stopping\n",
                 sig == SIGTERM ? "SIGTERM" : "SIGINT");
     }
+    em_compact_sched_stop(s.compact);       /* no run starts from here */
     daemons_stop(&s);
     server_free(&s);
     return st;

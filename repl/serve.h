@@ -3,7 +3,8 @@
 ** parts, one file each:
 **
 **   serve.c       the command: options, listening sockets (Unix, TCP),
-**                 libmicrohttpd daemons, signals, the orderly stop;
+**                 libmicrohttpd daemons, background compaction
+**                 (repl/compact_sched.c), signals, the orderly stop;
 **   serve_http.c  one request's life: routing through the table, the token,
 **                 the body and its limit, parameters, the answer, the
 **                 access log line and the metrics;
@@ -55,6 +56,7 @@ typedef struct em_serve_opts {
     int64_t query_timeout_ms;   /* a query's time; 0: none (a request may
                                 ** ask for less, never more) */
     uint64_t query_max_bytes;   /* a query's memory; 0: none */
+    em_compact_sched_opts compact;  /* --compact-every and its runs' */
 } em_serve_opts;
 
 /* Counters of one route, for /metrics. */
@@ -84,6 +86,9 @@ typedef struct em_server {
     _Atomic unsigned active;    /* requests between headers and completion */
     _Atomic uint64_t conns_total, conns_refused;
     em_route_stats *stats;      /* one per route of em_routes */
+    em_compact_sched *compact;  /* background compaction; NULL: off. Set
+                                ** before the daemons start, freed after
+                                ** they stop */
 } em_server;
 
 /* One parameter: from the query string, or a field of a form body. */

@@ -3,7 +3,8 @@
 ** (docs/protocol.md), one table as Redis's command table is: the path, the
 ** methods, the handler. Each handler is a thin adapter from HTTP to the
 ** public API: it reads its parameters, calls ember_query, ember_import or
-** ember_stats_get on the server's handle, and writes what they give.
+** ember_stats_get on the server's handle, and writes what they give; the
+** status and the metrics add the background compaction's counts.
 ** Answers follow Prometheus' HTTP API: {"status":"success","data":...} or
 ** {"status":"error","errorType":...,"error":...}.
 */
@@ -572,6 +573,70 @@ static int status_json(em_resp *rs, const em_server *s, const ember_stats *st)
         atomic_load(&s->active));
 }
 
+/* What compaction made: the blocks, as `ember stats` prints them. */
+static int status_blocks(em_resp *rs, const ember_stats *st)
+{
+    return em_resp_printf(rs, ",\"blocks\":%" PRIu64 ",\"block_bytes\":%"
+        PRIu64 ",\"block_series\":%" PRIu64 ",\"block_profiles\":%" PRIu64
+        ",\"block_samples\":%" PRIu64 ",\"block_stacks\":%" PRIu64,
+        st->blocks, st->block_bytes, st->block_series, st->block_profiles,
+        st->block_samples, st->block_stacks);
+}
+
+/* A unix ms time as a JSON string, or null for 0. */
+static int json_time(em_resp *rs, int64_t ms)
+{
+    char buf[40];
+
+    if (ms == 0)
+        return em_resp_text(rs, "null");
+    return em_resp_printf(rs, "\"%s\"", em_time_format(ms, buf));
+}
+
+/* The background compaction's last run: null before the first. */
+static int status_last_run(em_resp *rs, const em_compact_sched_stats *c)
+{
+    const ember_compact_report *r = &c->last;
+    int rc;
+
+    if (c->runs == 0)
+        return em_resp_text(rs, ",\"last\":null");
+    if ((rc = em_resp_text(rs, ",\"last\":{\"time\":")) ||
+        (rc = json_time(rs, c->last_ms)) ||
+        (rc = em_resp_printf(rs, ",\"result\":\"%s\",\"error\":",
+                             c->last_rc == EMBER_OK ? "ok"
+                             : c->last_rc == EMBER_EBUSY ? "busy"
+                             : "failed")))
+        return rc;
+    rc = c->last_rc == EMBER_OK ? em_resp_text(rs, "null")
+                                : em_buf_json(&rs->body, c->last_error);
+    return rc ? rc : em_resp_printf(rs, ",\"ms\":%" PRId64 ",\"bytes_before\":%"
+        PRIu64 ",\"bytes_after\":%" PRIu64 ",\"blocks_written\":%" PRIu64
+        ",\"profiles_moved\":%" PRIu64 ",\"blocks_removed\":%" PRIu64 "}",
+        c->last_elapsed_ms, r->bytes_before, r->bytes_after,
+        r->blocks_written, r->profiles_moved, r->blocks_removed);
+}
+
+/* "compaction": the background runs (every_s 0: none). */
+static int status_compaction(em_resp *rs, em_server *s)
+{
+    em_compact_sched_stats c;
+    int rc;
+
+    em_compact_sched_stats_get(s->compact, &c);
+    if ((rc = em_resp_printf(rs, ",\"compaction\":{\"every_s\":%g,"
+            "\"running\":%s,\"runs\":%" PRIu64 ",\"failed\":%" PRIu64
+            ",\"busy\":%" PRIu64 ",\"freed_bytes\":%" PRIu64
+            ",\"blocks_written\":%" PRIu64 ",\"blocks_removed\":%" PRIu64
+            ",\"next\":", (double)c.every_ms / 1000.0,
+            c.running ? "true" : "false", c.runs, c.failed, c.busy,
+            c.freed_bytes, c.blocks_written, c.blocks_removed)) ||
+        (rc = json_time(rs, c.next_ms)) ||
+        (rc = status_last_run(rs, &c)))
+        return rc;
+    return em_resp_text(rs, "}");
+}
+
 /* The per-table figures `ember stats` prints, and the object's end. */
 static int status_tables(em_resp *rs, const ember_stats *st)
 {
@@ -597,6 +662,8 @@ static int h_status(em_req *rq, em_resp *rs)
     if (rc != EMBER_OK)
         return em_resp_ember(rs, rc);
     if ((rc = json_begin(rs)) || (rc = status_json(rs, rq->srv, &st)) ||
+        (rc = status_blocks(rs, &st)) ||
+        (rc = status_compaction(rs, rq->srv)) ||
         (rc = status_tables(rs, &st)) || (rc = json_end(rs)))
         return rc;
     return EMBER_OK;
@@ -803,9 +870,40 @@ static int metrics_db(em_resp *rs, const em_server *s)
         "# TYPE ember_db_used_bytes gauge\nember_db_used_bytes %" PRIu64 "\n"
         "# TYPE ember_db_series gauge\nember_db_series %" PRIu64 "\n"
         "# TYPE ember_db_profiles gauge\nember_db_profiles %" PRIu64 "\n"
-        "# TYPE ember_db_samples gauge\nember_db_samples %" PRIu64 "\n",
-        atomic_load(&s->open_conns), atomic_load(&s->active),
-        atomic_load(&s->conns_total), st.file_bytes, st.used_bytes, st.series, st.profiles, st.samples);
+        "# TYPE ember_db_samples gauge\nember_db_samples %" PRIu64 "\n"
+        "# TYPE ember_db_blocks gauge\nember_db_blocks %" PRIu64 "\n"
+        "# TYPE ember_db_block_bytes gauge\nember_db_block_bytes %" PRIu64
+        "\n", atomic_load(&s->open_conns), atomic_load(&s->active),
+        atomic_load(&s->conns_total), st.file_bytes, st.used_bytes, st.series,
+        st.profiles, st.samples, st.blocks, st.block_bytes);
+}
+
+/* The background compaction (docs/protocol.md, section 9): counters of
+** the runs that ended since the server started. */
+static int metrics_compaction(em_resp *rs, const em_server *s)
+{
+    em_compact_sched_stats c;
+
+    em_compact_sched_stats_get(s->compact, &c);
+    return em_resp_printf(rs,
+        "# TYPE ember_compactions_total counter\n"
+        "ember_compactions_total %" PRIu64 "\n"
+        "# TYPE ember_compactions_failed_total counter\n"
+        "ember_compactions_failed_total %" PRIu64 "\n"
+        "# TYPE ember_compactions_busy_total counter\n"
+        "ember_compactions_busy_total %" PRIu64 "\n"
+        "# TYPE ember_compaction_freed_bytes_total counter\n"
+        "ember_compaction_freed_bytes_total %" PRIu64 "\n"
+        "# TYPE ember_compaction_blocks_written_total counter\n"
+        "ember_compaction_blocks_written_total %" PRIu64 "\n"
+        "# TYPE ember_compaction_blocks_removed_total counter\n"
+        "ember_compaction_blocks_removed_total %" PRIu64 "\n"
+        "# TYPE ember_compaction_running gauge\n"
+        "ember_compaction_running %d\n"
+        "# TYPE ember_compaction_last_success_timestamp_seconds gauge\n"
+        "ember_compaction_last_success_timestamp_seconds %.3f\n",
+        c.runs, c.failed, c.busy, c.freed_bytes, c.blocks_written,
+        c.blocks_removed, c.running ? 1 : 0, (double)c.last_ok_ms / 1000.0);
 }
 
 static int h_metrics(em_req *rq, em_resp *rs)
@@ -817,6 +915,8 @@ static int h_metrics(em_req *rq, em_resp *rs)
         rc = metrics_route(rs, &em_routes[i], &rq->srv->stats[i]);
     if (rc == EMBER_OK)
         rc = metrics_db(rs, rq->srv);
+    if (rc == EMBER_OK)
+        rc = metrics_compaction(rs, rq->srv);
     return rc == EMBER_OK ? EMBER_OK : em_resp_ember(rs, rc);
 }
 
