@@ -3,11 +3,12 @@
 # hold", point 2): the query benchmark of issue 4 (bench/bench_query) on the
 # same data as written (the head) and compacted (`--compact`: a cached copy
 # after ember_compact with no head kept, everything in blocks), then 30
-# days of 200 series in both forms. Not part of `make bench` (it builds two
-# large data sets the first time, about 10 minutes on 2 cores, and
-# compacts copies of them; later runs reuse them, cached under
-# BUILD/bench-data/query-*). Run it again when compaction changes (block
-# merging, downsampling): --rebuild in the ARGS below remakes the copies.
+# days of 200 series in both forms. Not part of `make bench`: the first
+# run builds two large data sets (about 6 minutes on 2 cores) and compacts
+# copies of them (about 10 more), some 40 minutes in all and 3.3 GB under
+# BUILD/bench-data/query-*, where later runs (about 8 minutes) find them.
+# Run it again when compaction changes (block merging, downsampling):
+# --rebuild in the ARGS below remakes the data sets and their copies.
 #   sh bench/query15.sh build
 #   DAY_ARGS="--quick" MONTH_ARGS="--quick --hours 48 --step 60" sh bench/query15.sh build
 # Environment:
