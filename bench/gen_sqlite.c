@@ -1,5 +1,6 @@
 /*
-** bench/gen_sqlite.c: the SQLite baseline of bench_engine. Schema (ids are
+** bench/gen_sqlite.c: the SQLite baseline of bench_engine and bench_export
+** (which fills it from a database through the public API). Schema (ids are
 ** INTEGER PRIMARY KEYs; blobs hold varint lists):
 **
 **   strings(id, s UNIQUE)
@@ -404,6 +405,82 @@ int sqlb_load_symbols(sqlb *b, const gen *g, size_t batch)
     }
     free(ids);
     return rc == 0 ? sqlb_commit(b) : -1;
+}
+
+/* ---- symbols by id, from a database -------------------------------------------- */
+
+int sqlb_put_mapping(sqlb *b, int64_t id, const ember_mapping *m)
+{
+    sqlite3_stmt *st = b->st[S_MAP_PUT_ID];
+    int64_t v[6];
+
+    if (intern_string(b, m->file ? m->file : "", &v[0]) != 0 ||
+        intern_string(b, m->build_id ? m->build_id : "", &v[1]) != 0)
+        return -1;
+    v[2] = (int64_t)m->start;
+    v[3] = (int64_t)m->limit;
+    v[4] = (int64_t)m->offset;
+    v[5] = id;
+    bind_i64s(st, v, 6);
+    return run(b, S_MAP_PUT_ID, NULL);
+}
+
+int sqlb_put_function(sqlb *b, int64_t id, const ember_function *f)
+{
+    int64_t v[5];
+
+    if (intern_string(b, f->name ? f->name : "", &v[0]) != 0 ||
+        intern_string(b, f->system_name ? f->system_name : "", &v[1]) != 0 ||
+        intern_string(b, f->file ? f->file : "", &v[2]) != 0)
+        return -1;
+    v[3] = f->start_line;
+    v[4] = id;
+    bind_i64s(b->st[S_FUNC_PUT_ID], v, 5);
+    return run(b, S_FUNC_PUT_ID, NULL);
+}
+
+/* Runs the PUT_ID statement I with BLOB (N bytes) at 1 and 3, ID last. */
+static int put_blob_row(sqlb *b, int i, const uint8_t *blob, size_t n)
+{
+    int rc = sqlite3_bind_blob(b->st[i], i == S_LOC_PUT_ID ? 3 : 1, blob, (int)n,
+                               SQLITE_TRANSIENT);
+    return rc == SQLITE_OK ? run(b, i, NULL) : fail(b, "bind blob");
+}
+
+int sqlb_put_location(sqlb *b, int64_t id, const ember_location *l)
+{
+    uint8_t *blob = malloc(l->nlines * 20 + 1);
+    size_t n = 0;
+    int rc;
+
+    if (blob == NULL)
+        return fail(b, "out of memory");
+    for (size_t k = 0; k < l->nlines; k++) {
+        n += em_varint_put(blob + n, l->lines[k].function);
+        n += em_varint_put(blob + n, (uint64_t)l->lines[k].line);
+    }
+    sqlite3_bind_int64(b->st[S_LOC_PUT_ID], 1, l->mapping);
+    sqlite3_bind_int64(b->st[S_LOC_PUT_ID], 2, (int64_t)l->address);
+    sqlite3_bind_int64(b->st[S_LOC_PUT_ID], 4, id);
+    rc = put_blob_row(b, S_LOC_PUT_ID, blob, n);
+    free(blob);
+    return rc;
+}
+
+int sqlb_put_stack(sqlb *b, int64_t id, const uint32_t *locs, size_t n)
+{
+    uint8_t *blob = malloc(n * 5 + 1);
+    size_t len = 0;
+    int rc;
+
+    if (blob == NULL)
+        return fail(b, "out of memory");
+    for (size_t k = 0; k < n; k++)
+        len += em_varint_put(blob + len, locs[k]);
+    sqlite3_bind_int64(b->st[S_STACK_PUT_ID], 2, id);
+    rc = put_blob_row(b, S_STACK_PUT_ID, blob, len);
+    free(blob);
+    return rc;
 }
 
 /* The series id of P's type and labels, created with its label rows when

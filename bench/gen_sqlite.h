@@ -32,6 +32,13 @@ int sqlb_commit(sqlb *b);
 /* Loads G's whole symbol pool, ids = the generator's indexes, committing
 ** every BATCH rows (as gen_intern_stacks does for Ember). */
 int sqlb_load_symbols(sqlb *b, const gen *g, size_t batch);
+/* Symbols read from a database rather than the generator (bench_export):
+** each row takes the id given, strings are interned. A location's lines
+** and a stack's locations are the varint blobs of the schema. */
+int sqlb_put_mapping(sqlb *b, int64_t id, const ember_mapping *m);
+int sqlb_put_function(sqlb *b, int64_t id, const ember_function *f);
+int sqlb_put_location(sqlb *b, int64_t id, const ember_location *l);
+int sqlb_put_stack(sqlb *b, int64_t id, const uint32_t *locs, size_t n);
 /* Appends P, whose samples carry stack ids already in the stacks table. */
 int sqlb_append(sqlb *b, const ember_profile *p);
 /* Appends P, whose samples carry G's pool indexes: interns each stack with

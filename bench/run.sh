@@ -26,4 +26,5 @@ if [ "$rc" != 0 ]; then
 fi
 sh bench/pprof.sh "$build" || rc=1     # pprof import and merge (issue 3)
 sh bench/serve.sh "$build" || rc=1     # ember serve against in process (issue 14)
+sh bench/compact.sh "$build" || rc=1   # bytes before and after ember compact (issue 15)
 exit $rc
