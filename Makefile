@@ -75,7 +75,7 @@ BENCH_BIN := $(BENCH_MAIN:bench/%.c=$(BUILD)/bench/%)
 HEADERS := include/ember.h $(wildcard engine/*.h query/*.h ingest/*.h client/*.h \
            bpf/*.h repl/*.h bench/*.h tests/unit/common/*.h) $(PROTO_H)
 
-.PHONY: all lib cli tests fuzz-replay bench-bin deps run demo test test-core \
+.PHONY: all lib cli tests fuzz-replay bench-bin deps run demo test test-core test-long \
         check check-asan check-layers check-symbols check-example fuzz-smoke \
         install clean bench
 
@@ -290,6 +290,11 @@ check-symbols: $(BUILD)/libember.so
 
 SAN := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all \
        -fno-omit-frame-pointer
+# test-long: the long modes of the slow tests (issue 15: 1,000 rounds of
+# kill -9 during compaction), not part of `make test`.
+test-long: all
+	$(Q)EMBER_TEST_KILL_ROUNDS=1000 $(BUILD)/tests/test_compact
+
 check-asan:
 	$(Q)$(MAKE) --no-print-directory BUILD=build/asan CFLAGS='$(SAN)' \
 	  LDFLAGS='$(SAN)' test-core

@@ -1609,7 +1609,7 @@ static int tot_join(ember_totals *t)
         tot_series x = s[i];    /* s[w] may be s[i] */
         if (w == 0 || s[w - 1].series != x.series)
             s[w++] = (tot_series){ x.series, at, 0 };
-        for (int a = 0; a < 3; a++)
+        for (int a = 0; a < 3 && x.n > 0; a++)
             memcpy(v[a] + at, old[a] + x.off, x.n * sizeof *v[a]);
         at += x.n;
         s[w - 1].n += x.n;
@@ -2171,7 +2171,8 @@ static int reader_series_one(em_reader *rd, uint32_t src, uint32_t local,
     v->id = id;
     v->nlabels = n;
     v->first = s->nlabels;
-    memcpy(s->labels + s->nlabels, l, n * sizeof *l);
+    if (n > 0)                      /* a series may have no labels */
+        memcpy(s->labels + s->nlabels, l, n * sizeof *l);
     s->nlabels += n;
     return EMBER_OK;
 }
