@@ -5,7 +5,8 @@
 **   bench_query [--quick] [--dir DIR] [--runs N] [--cold-runs N]
 **               [--pods N] [--hours H] [--label-series N] [--seed S]
 **               [--step S] [--stacks MIN:MAX] [--range H]
-**               [--compact] [--block H] [--only SUBSTRING] [--rebuild]
+**               [--compact] [--block H] [--downsample LIST] [--only SUBSTRING]
+**               [--rebuild]
 **
 ** Data (bench/gen.h), built once and cached in DIR (a directory per
 ** configuration, e.g. DIR/query-p100-h24-s1, with a stamp file written
@@ -22,7 +23,9 @@
 **    ember_compact with no head kept (everything in blocks of --block
 **    hours, the engine's default 2 h unless given), cached beside it
 **    (DIR/query-...-compact-bH) with its own stamp, so the same queries
-**    run on the head as written and on blocks.
+**    run on the head as written and on blocks. --downsample 5m,1h adds
+**    downsampled copies of every merged block at those resolutions (all
+**    kept), so queries pick the coarsest their range and step allow.
 **  - labels: --label-series series (pods x 4 types, 300 services), one
 **    small profile each, for label_values under a matcher.
 **
@@ -89,6 +92,7 @@ typedef struct opts {
     int runs, cold_runs;
     uint64_t seed;
     const char *dir, *only;
+    const char *downsample;     /* --downsample: "5m,1h"; NULL: none */
     bool quick, rebuild, compact;
 } opts;
 
@@ -299,6 +303,34 @@ static void copy_file(const char *src, const char *dst)
     fclose(in);
 }
 
+#define MAX_RES 8
+
+/* --downsample's LIST ("5m,1h": seconds with s, m, h or d) as RES, the
+** profiles as stored first; every resolution kept for good, so each query
+** finds the coarsest its range and step allow. Returns the count. */
+static size_t resolutions_of(const char *list, ember_resolution *res, size_t cap)
+{
+    size_t n = 0;
+    const char *p = list;
+
+    memset(res, 0, cap * sizeof *res);
+    if (list == NULL)
+        return 0;
+    res[n++].resolution_ms = 0;
+    while (*p != '\0') {
+        char *end;
+        double v = strtod(p, &end);
+        int64_t unit = *end == 's' ? 1000 : *end == 'm' ? 60000
+                     : *end == 'h' ? HOUR_MS : *end == 'd' ? 24 * HOUR_MS : 0;
+        if (end == p || unit == 0 || v <= 0 || n == cap ||
+            (end[1] != ',' && end[1] != '\0'))
+            die("--downsample %s: want a list like 5m,1h", list);
+        res[n++].resolution_ms = (int64_t)(v * (double)unit);
+        p = end[1] == ',' ? end + 2 : end + 1;
+    }
+    return n;
+}
+
 /* Compacts a copy of the database at PATH into TMP, everything into
 ** blocks of --block hours; INFO gets what it did. */
 static void compact_into(const char *path, const char *tmp, const opts *o, char *info,
@@ -308,6 +340,7 @@ static void compact_into(const char *path, const char *tmp, const opts *o, char 
     ember_open_opts oo;
     ember_compact_opts co;
     ember_compact_report rep;
+    ember_resolution res[MAX_RES];
     ember_db *db = NULL;
     double t0;
 
@@ -326,6 +359,8 @@ static void compact_into(const char *path, const char *tmp, const opts *o, char 
     co.sz = sizeof co;
     co.head_ms = 0;
     co.block_ms = (int64_t)(o->block_h * (double)HOUR_MS);
+    co.nresolutions = resolutions_of(o->downsample, res, MAX_RES);
+    co.resolutions = res;
     memset(&rep, 0, sizeof rep);
     rep.sz = sizeof rep;
     t0 = now();
@@ -345,10 +380,13 @@ static void compact_copy(dataset *d, const opts *o)
     char path[4096], tmp[4200], want[512], info[256], file[4400];
     FILE *f;
 
-    if (snprintf(path, sizeof path, "%s-compact-b%g", d->path, o->block_h) >=
-        (int)sizeof path)
+    if (snprintf(path, sizeof path, "%s-compact-b%g%s%s", d->path, o->block_h,
+                 o->downsample != NULL ? "-d" : "",
+                 o->downsample != NULL ? o->downsample : "") >= (int)sizeof path)
         die("%s: path too long", d->path);
-    snprintf(want, sizeof want, "%s; compacted, head 0, blocks of %g h", config, o->block_h);
+    snprintf(want, sizeof want, "%s; compacted, head 0, blocks of %g h%s%s", config,
+             o->block_h, o->downsample != NULL ? ", downsampled " : "",
+             o->downsample != NULL ? o->downsample : "");
     if (o->rebuild || !stamp_read(path, want, info, sizeof info) || !opens(path)) {
         note("compacting a copy of %s into %s (once, cached)", d->path, path);
         snprintf(tmp, sizeof tmp, "%s.tmp", path);
@@ -487,6 +525,9 @@ static void sel_of(const bq *q, ember_selector *s)
         s->from_ms = END_MS - q->window_ms + 1;
         s->to_ms = END_MS;
     }
+    /* as the query layer: a merge may read any downsampled copy, the
+    ** totals (bucketed from an odd from_ms) the profiles as stored */
+    s->resolution_ms = q->op == OP_TOTAL || q->op == OP_LVALUES ? 0 : -1;
 }
 
 static void answer_add_rprofile(answer *a, const em_rprofile *p)
@@ -1270,7 +1311,8 @@ static void usage(void)
             "usage: bench_query [--quick] [--dir DIR] [--runs N] [--cold-runs N]\n"
             "                   [--pods N] [--hours H] [--label-series N] [--seed S]\n"
             "                   [--step S] [--stacks MIN:MAX] [--range H]\n"
-            "                   [--compact] [--block H] [--only SUBSTRING] [--rebuild]\n");
+            "                   [--compact] [--block H] [--downsample LIST]\n"
+            "                   [--only SUBSTRING] [--rebuild]\n");
     exit(2);
 }
 
@@ -1329,6 +1371,8 @@ static void parse(opts *o, int argc, char **argv)
             o->compact = true;
         else if (strcmp(argv[i], "--block") == 0)
             o->block_h = num(argc, argv, &i);
+        else if (strcmp(argv[i], "--downsample") == 0 && i + 1 < argc)
+            o->downsample = argv[++i];
         else if (strcmp(argv[i], "--stacks") == 0 && i + 1 < argc) {
             if (sscanf(argv[++i], "%u:%u", &o->min_stacks, &o->max_stacks) != 2)
                 usage();

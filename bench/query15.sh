@@ -20,6 +20,10 @@
 #               30 days) and MONTH_ONLY the rows run on it (default "30 d")
 #   BLOCK       --block hours of the compacted copies (default: the
 #               engine's default, 2 h)
+#   DAY_DOWNSAMPLE, MONTH_DOWNSAMPLE  the downsampled copies compaction
+#               keeps beside the profiles as stored (bench_query
+#               --downsample; default 1m,1h for the day's 10 s profiles, 1h
+#               for the month's one a minute; "none": no copies)
 # Prints the four Markdown reports, also kept in BUILD/bench-query15.md.
 # shellcheck disable=SC2086 # the ARGS are lists of words, split on purpose
 build=${1:-build}
@@ -29,6 +33,10 @@ DAY_ARGS=${DAY_ARGS:-}
 MONTH_ARGS=${MONTH_ARGS:---pods 100 --hours 720 --step 60 --stacks 10:40 --range 720}
 MONTH_ONLY=${MONTH_ONLY:-30 d}
 block=${BLOCK:+--block $BLOCK}
+day_ds=${DAY_DOWNSAMPLE:-1m,1h}
+month_ds=${MONTH_DOWNSAMPLE:-1h}
+[ "$day_ds" = none ] && day_ds= || day_ds="--downsample $day_ds"
+[ "$month_ds" = none ] && month_ds= || month_ds="--downsample $month_ds"
 
 if [ ! -x "$bin" ]; then
     echo "bench query15: $bin is missing: run make bench-bin first" >&2
@@ -52,8 +60,8 @@ run() {
 
 : > "$out"
 run "Day, head (as written)" $DAY_ARGS
-run "Day, compacted" $DAY_ARGS --compact $block
+run "Day, compacted" $DAY_ARGS --compact $block $day_ds
 run "Month, head (as written)" $MONTH_ARGS --only "$MONTH_ONLY"
-run "Month, compacted" $MONTH_ARGS --only "$MONTH_ONLY" --compact $block
+run "Month, compacted" $MONTH_ARGS --only "$MONTH_ONLY" --compact $block $month_ds
 cat "$out"
 exit $rc

@@ -19,9 +19,9 @@
 ** A snapshot maps each hash to the first virtual id it met with it; every
 ** merge of a snapshot with several sources holding stacks moves each sum
 ** to its canonical stack before the result is made (engine/read.c), so
-** ids are canonical for the snapshot's whole life. Blocks' node hashes
-** are computed once per open block (one pass over its tables); the head's
-** per snapshot, location by location, as merges meet them.
+** ids are canonical for the snapshot's whole life. Blocks' hashes are
+** made as merges meet their stacks and kept with the open block; the
+** head's per snapshot, location by location, as merges meet them.
 */
 #include <stdlib.h>
 
@@ -75,54 +75,150 @@ static em_h128 function_hash(em_h128 name, em_h128 sys, em_h128 file,
     return h;
 }
 
-/* ---- a block's hashes, made once per open block ------------------------------ */
+/* ---- a block's hashes, made as merges meet its stacks ----------------------- */
 
-int em_block_hashes_make(const em_block_syms *y, const em_block_info *in,
-                         em_h128 **out)
+/* One open block's content hashes, each made on first need and kept: a
+** query that meets a few hundred of a block's stacks hashes those, their
+** locations and names, not the whole block (which cost a cold query more
+** than its merge). */
+struct em_bhash {
+    em_h128 *h;                     /* strings, mappings, functions,
+                                    ** locations, nodes: at off[kind] */
+    uint8_t *done;
+    size_t off[5];
+    uint32_t *path;                 /* scratch: a node's unhashed ancestors */
+    size_t npath;
+};
+
+enum { BH_STR, BH_MAP, BH_FN, BH_LOC, BH_NODE };
+
+void em_bhash_free(em_bhash *b)
 {
-    size_t nn = in->nnodes, nl = in->nlocations, nf = in->nfunctions;
-    size_t nm = in->nmappings, ns = in->nstrings;
-    em_h128 *sh = em_malloc((ns + nm + nf + nl + 1) * sizeof *sh);
-    em_h128 *mh = sh + ns, *fh = mh + nm, *lh = fh + nf;
-    em_h128 *node = em_malloc((nn + 1) * sizeof *node);
+    if (b == NULL)
+        return;
+    em_free(b->h);
+    em_free(b->done);
+    em_free(b->path);
+    em_free(b);
+}
 
-    *out = NULL;
-    if (sh == NULL || node == NULL) {
-        em_free(sh);
-        em_free(node);
-        return em_err(EMBER_ENOMEM, "block: hashes of %zu stacks", nn);
+static int bhash_make(const em_block_info *in, em_bhash **out)
+{
+    size_t n[5] = { in->nstrings, in->nmappings, in->nfunctions,
+                    in->nlocations, in->nnodes }, all = 0;
+    em_bhash *b = em_calloc(1, sizeof *b);
+
+    for (int k = 0; b != NULL && k < 5; k++) {
+        b->off[k] = all;
+        all += n[k];
     }
-    for (size_t i = 0; i < ns; i++)
-        sh[i] = str_hash(y->str_bytes + y->str_off[i],
-                         y->str_off[i + 1] - y->str_off[i] - 1);
-    for (size_t i = 0; i < nm; i++)
-        mh[i] = mapping_hash(y->mappings[i].start, y->mappings[i].limit,
-                             y->mappings[i].offset, sh[y->mappings[i].file],
-                             sh[y->mappings[i].build_id]);
-    for (size_t i = 0; i < nf; i++)
-        fh[i] = function_hash(sh[y->functions[i].name],
-                              sh[y->functions[i].system_name],
-                              sh[y->functions[i].file],
-                              y->functions[i].start_line);
-    for (size_t i = 0; i < nl; i++) {
-        const em_blocation *l = &y->locations[i];
-        lh[i] = mh[l->mapping];
-        fold(&lh[i], l->address);
-        fold(&lh[i], l->n);
-        for (uint32_t j = 0; j < l->n; j++) {
-            fold_h(&lh[i], fh[y->lines[l->first + j].function]);
-            fold(&lh[i], (uint64_t)y->lines[l->first + j].line);
-        }
+    if (b != NULL) {
+        b->h = em_malloc((all + 1) * sizeof *b->h);
+        b->done = em_calloc(all + 1, 1);
     }
-    for (size_t i = 0; i < nn; i++) {
-        node[i] = y->parent[i] == EM_BLOCK_ROOT ? root_hash
-                                                : node[y->parent[i]];
-        if (y->loc[i] != EM_BLOCK_NOLOC)    /* the empty stack: the root */
-            fold_h(&node[i], lh[y->loc[i]]);
+    if (b == NULL || b->h == NULL || b->done == NULL) {
+        em_bhash_free(b);
+        return em_err(EMBER_ENOMEM, "block: hashes of %zu symbols", all);
     }
-    em_free(sh);
-    *out = node;
+    *out = b;
     return EMBER_OK;
+}
+
+/* The memo of symbol ID of KIND: true when *H already holds its hash. */
+static inline bool bh_known(const em_bhash *b, int kind, uint32_t id,
+                            em_h128 *h)
+{
+    size_t i = b->off[kind] + id;
+
+    if (!b->done[i])
+        return false;
+    *h = b->h[i];
+    return true;
+}
+
+static inline em_h128 bh_keep(em_bhash *b, int kind, uint32_t id, em_h128 h)
+{
+    b->h[b->off[kind] + id] = h;
+    b->done[b->off[kind] + id] = 1;
+    return h;
+}
+
+static em_h128 bh_str(em_bhash *b, const em_block_syms *y, uint32_t id)
+{
+    em_h128 h;
+
+    if (bh_known(b, BH_STR, id, &h))
+        return h;
+    return bh_keep(b, BH_STR, id, str_hash(y->str_bytes + y->str_off[id],
+                                           y->str_off[id + 1] - y->str_off[id] - 1));
+}
+
+static em_h128 bh_location(em_bhash *b, const em_block_syms *y, uint32_t id)
+{
+    const em_blocation *l = &y->locations[id];
+    const em_bmapping *m = &y->mappings[l->mapping];
+    em_h128 h, x;
+
+    if (bh_known(b, BH_LOC, id, &h))
+        return h;
+    if (!bh_known(b, BH_MAP, l->mapping, &h))
+        h = bh_keep(b, BH_MAP, l->mapping,
+                    mapping_hash(m->start, m->limit, m->offset,
+                                 bh_str(b, y, m->file), bh_str(b, y, m->build_id)));
+    fold(&h, l->address);
+    fold(&h, l->n);
+    for (uint32_t j = 0; j < l->n; j++) {
+        const em_bline *ln = &y->lines[l->first + j];
+        const em_bfunction *f = &y->functions[ln->function];
+        if (!bh_known(b, BH_FN, ln->function, &x))
+            x = bh_keep(b, BH_FN, ln->function,
+                        function_hash(bh_str(b, y, f->name), bh_str(b, y, f->system_name),
+                                      bh_str(b, y, f->file), f->start_line));
+        fold_h(&h, x);
+        fold(&h, (uint64_t)ln->line);
+    }
+    return bh_keep(b, BH_LOC, id, h);
+}
+
+/* Node NODE's hash: its parent's folded with its location's (a node with
+** no location is the empty stack, the root's hash). Parents come before
+** children (the reader checks parent[i] < i), so the walk up ends. */
+static int bh_node(em_bhash *b, const em_block_syms *y, uint32_t node,
+                   em_h128 *out)
+{
+    size_t np = 0;
+    uint32_t cur = node;
+    em_h128 h = root_hash;
+
+    while (!bh_known(b, BH_NODE, cur, &h)) {
+        if (np == b->npath &&
+            (b->path = em_grow(b->path, &b->npath, np + 1, sizeof *b->path)) == NULL)
+            return em_err(EMBER_ENOMEM, "block: a stack of %zu frames", np + 1);
+        b->path[np++] = cur;
+        if (y->parent[cur] == EM_BLOCK_ROOT) {
+            h = root_hash;
+            break;
+        }
+        cur = y->parent[cur];
+    }
+    while (np-- > 0) {
+        uint32_t n = b->path[np];
+        if (y->loc[n] != EM_BLOCK_NOLOC)
+            fold_h(&h, bh_location(b, y, y->loc[n]));
+        bh_keep(b, BH_NODE, n, h);
+    }
+    *out = h;
+    return EMBER_OK;
+}
+
+int em_bhash_node(em_bhash **memo, const em_block_syms *y,
+                  const em_block_info *in, uint32_t node, em_h128 *out)
+{
+    int rc = *memo == NULL ? bhash_make(in, memo) : EMBER_OK;
+
+    if (rc == EMBER_OK && node >= in->nnodes)
+        rc = EM_CORRUPT("block: stack %u of %u", node, in->nnodes);
+    return rc == EMBER_OK ? bh_node(*memo, y, node, out) : rc;
 }
 
 /* ---- the head's, per snapshot ------------------------------------------------ */
@@ -298,14 +394,9 @@ static int canon_make(em_rtxn *r, em_canon **out)
 static int stack_hash(em_rtxn *r, em_canon *c, uint32_t src, uint32_t local,
                       em_h128 *h)
 {
-    const em_h128 *nodes;
-    int rc;
-
     if (r->src[src].kind == EM_SRC_HEAD)
         return head_stack(r, c, local, h);
-    if ((rc = em_src_node_hashes(&r->src[src], &nodes)) == EMBER_OK)
-        *h = nodes[local];
-    return rc;
+    return em_src_node_hash(&r->src[src], local, h);
 }
 
 int em_canon_stack(em_rtxn *r, uint32_t src, uint32_t local, uint32_t *vid)

@@ -28,7 +28,7 @@ struct em_bhold {
     unsigned refs;                  /* snapshots reading it, and the list */
     bool stale;                     /* off the list: compaction removed it */
     pthread_mutex_t mu;             /* guards hashes' making */
-    em_h128 *hashes;                /* node content hashes; NULL: not yet */
+    em_bhash *hashes;               /* content hashes made so far */
 };
 
 /* ---- the handle's open blocks ---------------------------------------------- */
@@ -44,7 +44,7 @@ static void bhold_unref_locked(ember_db *db, em_bhold *h)
             break;
         }
     em_block_close(h->b);
-    em_free(h->hashes);
+    em_bhash_free(h->hashes);
     pthread_mutex_destroy(&h->mu);
     em_free(h);
 }
@@ -211,7 +211,7 @@ static void blocks_forget(em_rtxn *r)
         *p = h->next;
         if (--h->refs == 0) {
             em_block_close(h->b);
-            em_free(h->hashes);
+            em_bhash_free(h->hashes);
             pthread_mutex_destroy(&h->mu);
             em_free(h);
         }
@@ -737,23 +737,19 @@ int em_bsrc_stack(em_src *s, uint32_t id, em_arena_fn arena, void *ctx,
     return EMBER_OK;
 }
 
-int em_src_node_hashes(em_src *s, const em_h128 **out)
+int em_src_node_hash(em_src *s, uint32_t local, em_h128 *out)
 {
     em_bhold *h = s->hold;
     const em_block_syms *y;
-    int rc = EMBER_OK;
+    em_budget *b;
+    int rc;
 
     pthread_mutex_lock(&h->mu);
-    if (h->hashes == NULL) {
-        em_budget *b = em_budget_swap(NULL);    /* the handle's, not the
-                                                ** query's memory */
-        rc = bsyms(s, &y);
-        if (rc == EMBER_OK)
-            rc = em_block_hashes_make(y, em_block_get_info(s->blk),
-                                      &h->hashes);
-        em_budget_swap(b);
-    }
-    *out = h->hashes;
+    b = em_budget_swap(NULL);       /* the handle's memory, not the query's */
+    rc = bsyms(s, &y);
+    if (rc == EMBER_OK)
+        rc = em_bhash_node(&h->hashes, y, em_block_get_info(s->blk), local, out);
+    em_budget_swap(b);
     pthread_mutex_unlock(&h->mu);
     return rc;
 }

@@ -681,17 +681,21 @@ int em_bsrc_location(em_src *s, uint32_t id, em_arena_fn arena, void *ctx,
 int em_bsrc_stack(em_src *s, uint32_t id, em_arena_fn arena, void *ctx,
                   const uint32_t **locs, size_t *n);
 
-/* The content hash of every node of block source S, made once per open
-** block and kept with it (engine/canon.c's em_block_hashes_make). */
-int em_src_node_hashes(em_src *s, const em_h128 **out);
+/* The content hash of node LOCAL of block source S, made on first need
+** and kept with the open block (engine/canon.c's em_bhash_node). */
+int em_src_node_hash(em_src *s, uint32_t local, em_h128 *out);
 
 /* ---- canon.c: one stack, one id, across sources ---------------------------- */
 
 struct em_block_syms;
 struct em_block_info;
-/* The content hashes of every node of a block's tree, as a new *OUT. */
-int em_block_hashes_make(const struct em_block_syms *y,
-                         const struct em_block_info *in, em_h128 **out);
+/* One open block's content hashes, made on first need (*MEMO, NULL at
+** first, freed with em_bhash_free); *OUT gets node NODE's. Not thread-safe:
+** the caller serializes calls on one memo. */
+typedef struct em_bhash em_bhash;
+int em_bhash_node(em_bhash **memo, const struct em_block_syms *y,
+                  const struct em_block_info *in, uint32_t node, em_h128 *out);
+void em_bhash_free(em_bhash *b);
 /* The canonical virtual id of stack LOCAL of source SRC: the virtual id
 ** under which R first met its content. */
 int em_canon_stack(em_rtxn *r, uint32_t src, uint32_t local, uint32_t *vid);
