@@ -66,13 +66,6 @@ typedef struct chunk_ref {
     uint32_t crc;                   /* the stored checksum */
 } chunk_ref;
 
-static int64_t sat_sub(int64_t a, uint64_t b)
-{
-    if (b > (uint64_t)INT64_MAX || a < INT64_MIN + (int64_t)b)
-        return INT64_MIN;
-    return a - (int64_t)b;
-}
-
 static void chunk_unref(em_rtxn *r, chunk_ref *ref)
 {
     em_ccache_release(r->db->ccache, ref->ent);
@@ -225,43 +218,27 @@ static int scan_one(scan *s, uint32_t series, const uint8_t *key,
     return rc;
 }
 
+typedef struct head_walk {
+    scan *s;
+    uint32_t series;                /* canonical id */
+} head_walk;
+
+static int head_one(void *ctx, const MDB_val *k, const MDB_val *d)
+{
+    head_walk *w = ctx;
+    uint8_t key[EM_CCACHE_KEY_LEN] = { 0 };
+
+    memcpy(key + 8, k->mv_data, EM_CHUNK_KEY_LEN);
+    return scan_one(w->s, w->series, key, d->mv_data, d->mv_size);
+}
+
 /* Scans the head's chunks of its series LOCAL (canonical id SERIES) that
-** may overlap the range: from (series, from - widest span) on. */
+** may overlap the range. */
 static int scan_head(scan *s, uint32_t local, uint32_t series)
 {
-    uint8_t key[EM_CCACHE_KEY_LEN] = { 0 }, *ck = key + 8;
-    MDB_val k = { EM_CHUNK_KEY_LEN, ck }, d;
-    MDB_cursor *cur;
-    int rc = EMBER_OK;
-    int mrc = mdb_cursor_open(s->r->txn, s->r->db->dbi[EM_D_CHUNK], &cur);
+    head_walk w = { s, series };
 
-    if (mrc != MDB_SUCCESS)
-        return em_lmdb(mrc, "chunk cursor");
-    em_chunk_key(ck, local, sat_sub(s->from, s->r->max_span), 0);
-    for (mrc = em_val_cursor(s->r->db, EM_D_CHUNK, cur, &k, &d,
-                             MDB_SET_RANGE, &rc);
-         mrc == MDB_SUCCESS && rc == EMBER_OK;
-         mrc = em_val_cursor(s->r->db, EM_D_CHUNK, cur, &k, &d, MDB_NEXT,
-                             &rc)) {
-        uint32_t sid, seq;
-        int64_t t;
-        if (k.mv_size != EM_CHUNK_KEY_LEN) {
-            rc = EM_CORRUPT("chunk key of %zu bytes", k.mv_size);
-            break;
-        }
-        em_chunk_key_parse(k.mv_data, &sid, &t, &seq);
-        if (sid != local || t > s->to)
-            break;
-        memcpy(ck, k.mv_data, EM_CHUNK_KEY_LEN);
-        rc = scan_one(s, series, key, d.mv_data, d.mv_size);
-        if (rc != EMBER_OK)
-            em_err_prefix(rc, "chunk (series %u, t=%lld, seq %u)", local,
-                          (long long)t, seq);
-    }
-    mdb_cursor_close(cur);
-    if (rc == EMBER_OK && mrc != MDB_SUCCESS && mrc != MDB_NOTFOUND)
-        rc = em_lmdb(mrc, "chunk scan");
-    return rc;
+    return em_head_chunks(s->r, local, s->from, s->to, head_one, &w);
 }
 
 /* Scans the chunks of block series LOCAL that overlap the range: its
