@@ -44,9 +44,10 @@ typedef struct wgroup {
     uint32_t *ids;                  /* engine stack id of prof.stacks[i] */
     ember_merged *merged;           /* the engine's merge (span source) */
     bool filtered;                  /* merged no longer matches prof */
-    bool reframed;                  /* hide or show changed frames: no
-                                    ** merged can stand for prof */
-    bool has_whole;                 /* focus or ignore removed stacks */
+    bool reframed;                  /* hide, show, callers or callees
+                                    ** changed frames: no merged can
+                                    ** stand for prof */
+    bool has_whole;                 /* a filter removed stacks */
     int64_t whole;                  /* the total before they did, which
                                     ** percentages are of (see chain_take) */
     uint64_t nseries, nprofiles;
@@ -508,6 +509,33 @@ static int group_resolve(ectx *e, const char *type, wgroup *g)
 
 /* ---- stack filters on resolved profiles ----------------------------------------- */
 
+/* One regex matched against a profile's function names, each name once. */
+typedef struct fmatch {
+    const em_rprofile *p;
+    const em_regex *re;
+    uint8_t *seen;                  /* per name id: 0 not yet, 1 no, 2 yes */
+} fmatch;
+
+static int fmatch_init(fmatch *m, const em_rprofile *p, const em_regex *re)
+{
+    m->p = p;
+    m->re = re;
+    m->seen = em_calloc(p->names.count + 1, 1);
+    return m->seen != NULL ? EMBER_OK
+                           : em_err(EMBER_ENOMEM, "query: %u names",
+                                    p->names.count);
+}
+
+/* True when function name FN matches. */
+static bool fmatch_name(fmatch *m, uint32_t fn)
+{
+    if (m->seen[fn] == 0) {
+        const char *name = em_strtab_get(&m->p->names, fn);
+        m->seen[fn] = em_regex_match(m->re, name, strlen(name)) ? 2 : 1;
+    }
+    return m->seen[fn] == 2;
+}
+
 /* Keeps the stacks of G whose KEEP flag is set, in order. */
 static void group_compact(wgroup *g, const bool *keep)
 {
@@ -524,34 +552,35 @@ static void group_compact(wgroup *g, const bool *keep)
     g->prof.nstacks = w;
 }
 
+/* The stacks no longer match their engine ids (pprof output would show
+** the frames a filter took away), so merged is dropped. */
+static void group_reframed(wgroup *g)
+{
+    ember_merged_free(g->merged);
+    g->merged = NULL;
+    g->reframed = true;
+}
+
 /* focus (FOCUS true) or ignore with RE on G's function names. */
 static int filter_regex(wgroup *g, const em_regex *re, bool focus)
 {
     em_rprofile *p = &g->prof;
-    uint8_t *seen = em_calloc(p->names.count + 1, 1);   /* 0 ?, 1 no, 2 yes */
     bool *keep = em_malloc(p->nstacks * sizeof *keep + 1);
-    int rc = EMBER_OK;
+    fmatch m;
+    int rc = fmatch_init(&m, p, re);
 
-    if (seen == NULL || keep == NULL) {
+    if (rc == EMBER_OK && keep == NULL)
         rc = em_err(EMBER_ENOMEM, "query: filter of %zu stacks", p->nstacks);
-        goto out;
-    }
-    for (size_t i = 0; i < p->nstacks; i++) {
+    for (size_t i = 0; rc == EMBER_OK && i < p->nstacks; i++) {
         const em_rframe *f = p->frames + p->stacks[i].first;
         bool through = false;
-        for (size_t j = 0; j < p->stacks[i].nframes && !through; j++) {
-            uint32_t fn = f[j].fn;
-            if (seen[fn] == 0) {
-                const char *name = em_strtab_get(&p->names, fn);
-                seen[fn] = em_regex_match(re, name, strlen(name)) ? 2 : 1;
-            }
-            through = seen[fn] == 2;
-        }
+        for (size_t j = 0; j < p->stacks[i].nframes && !through; j++)
+            through = fmatch_name(&m, f[j].fn);
         keep[i] = through == focus;
     }
-    group_compact(g, keep);
-out:
-    em_free(seen);
+    if (rc == EMBER_OK)
+        group_compact(g, keep);
+    em_free(m.seen);
     em_free(keep);
     return rc;
 }
@@ -560,24 +589,19 @@ out:
 ** matches (hide) or does not (show), as pprof's -hide and -show do per
 ** inline line. A stack left without frames keeps its value as an empty
 ** stack, so totals and percentages stay those of the whole profile, as
-** pprof's -top reports them. The stacks no longer match their engine ids
-** (pprof output would show the hidden frames), so merged is dropped. */
+** pprof's -top reports them. */
 static int filter_frames(wgroup *g, const em_regex *re, bool show)
 {
     em_rprofile *p = &g->prof;
-    uint8_t *seen = em_calloc(p->names.count + 1, 1);   /* 0 ?, 1 no, 2 yes */
+    fmatch m;
+    int rc = fmatch_init(&m, p, re);
 
-    if (seen == NULL)
-        return em_err(EMBER_ENOMEM, "query: %u names", p->names.count);
-    for (size_t i = 0; i < p->nstacks; i++) {
+    for (size_t i = 0; rc == EMBER_OK && i < p->nstacks; i++) {
         em_rframe *f = p->frames + p->stacks[i].first;
         size_t w = 0, loc = 0;          /* loc: where f[w]'s location began */
         for (size_t j = 0; j < p->stacks[i].nframes; j++) {
-            const char *name = em_strtab_get(&p->names, f[j].fn);
             bool inl = (f[j].flags & EM_RFRAME_INLINED) != 0;
-            if (seen[f[j].fn] == 0)
-                seen[f[j].fn] = em_regex_match(re, name, strlen(name)) ? 2 : 1;
-            if ((seen[f[j].fn] == 2) == show)
+            if (fmatch_name(&m, f[j].fn) == show)
                 f[w++] = f[j];
             else if (!inl && w > loc)   /* its inner lines end the location */
                 f[w - 1].flags &= ~EM_RFRAME_INLINED;
@@ -586,16 +610,72 @@ static int filter_frames(wgroup *g, const em_regex *re, bool show)
         }
         p->stacks[i].nframes = w;
     }
-    ember_merged_free(g->merged);
-    g->merged = NULL;
-    g->reframed = true;
-    em_free(seen);
-    return EMBER_OK;
+    if (rc == EMBER_OK)
+        group_reframed(g);
+    em_free(m.seen);
+    return rc;
 }
 
-/* Notes G's total before its first focus or ignore, as the renderers sum
-** it (|value|; hide and show keep every value). A diff is left out: its
-** renderers show changes against the base, not shares of a total. */
+/* Where stack S is cut for callers (CALLERS) or callees: the index of its
+** innermost matching frame or of its outermost; S->nframes when none. */
+static size_t cut_at(fmatch *m, const em_rstack *s, bool callers)
+{
+    const em_rframe *f = m->p->frames + s->first;
+    size_t hit = s->nframes;
+
+    for (size_t j = 0; j < s->nframes; j++)
+        if (fmatch_name(m, f[j].fn)) {
+            hit = j;
+            if (callers)
+                break;
+        }
+    return hit;
+}
+
+/* callers (CALLERS true) or callees with RE: keeps the stacks through a
+** matching function, cut there. Callees cut above the outermost match,
+** which becomes the root (all it called, however deep it recursed);
+** callers cut below the innermost, which becomes the leaf (every path
+** that reached it). Each sample through a match stays once, so each side
+** totals the matching functions' cum, as pprof's -peek counts it. A root
+** inlined into a caller that was cut off is the outermost frame of its
+** location now, as hide leaves it. */
+static int filter_cut(wgroup *g, const em_regex *re, bool callers)
+{
+    em_rprofile *p = &g->prof;
+    bool *keep = em_malloc(p->nstacks * sizeof *keep + 1);
+    fmatch m;
+    int rc = fmatch_init(&m, p, re);
+
+    if (rc == EMBER_OK && keep == NULL)
+        rc = em_err(EMBER_ENOMEM, "query: cut of %zu stacks", p->nstacks);
+    for (size_t i = 0; rc == EMBER_OK && i < p->nstacks; i++) {
+        em_rstack *s = &p->stacks[i];
+        size_t hit = cut_at(&m, s, callers);
+        keep[i] = hit < s->nframes;
+        if (!keep[i])
+            continue;
+        if (callers) {
+            s->first += hit;
+            s->nframes -= hit;
+        } else {
+            s->nframes = hit + 1;
+            p->frames[s->first + hit].flags &= ~EM_RFRAME_INLINED;
+        }
+    }
+    if (rc == EMBER_OK) {
+        group_compact(g, keep);
+        group_reframed(g);
+    }
+    em_free(m.seen);
+    em_free(keep);
+    return rc;
+}
+
+/* Notes G's total before its first focus, ignore, callers or callees, as
+** the renderers sum it (|value|; hide and show keep every value). A diff
+** is left out: its renderers show changes against the base, not shares of
+** a total. */
 static void group_whole(wgroup *g)
 {
     uint64_t sum = 0;
@@ -614,15 +694,19 @@ static int group_filter(wgroup *g, const em_pop *ops, size_t nops)
     int rc = EMBER_OK;
 
     for (size_t i = 0; i < nops && rc == EMBER_OK; i++) {
+        int op = ops[i].op;
         /* a top keeps every stack: it only limits rows (top_limit) */
-        if (ops[i].pushed || ops[i].op == EM_OP_TOP)
+        if (ops[i].pushed || op == EM_OP_TOP)
             continue;
-        if (ops[i].op == EM_OP_HIDE || ops[i].op == EM_OP_SHOW) {
-            rc = filter_frames(g, ops[i].re, ops[i].op == EM_OP_SHOW);
-        } else {
-            group_whole(g);
-            rc = filter_regex(g, ops[i].re, ops[i].op == EM_OP_FOCUS);
+        if (op == EM_OP_HIDE || op == EM_OP_SHOW) {
+            rc = filter_frames(g, ops[i].re, op == EM_OP_SHOW);
+            continue;
         }
+        group_whole(g);
+        if (op == EM_OP_CALLERS || op == EM_OP_CALLEES)
+            rc = filter_cut(g, ops[i].re, op == EM_OP_CALLERS);
+        else
+            rc = filter_regex(g, ops[i].re, op == EM_OP_FOCUS);
     }
     return rc;
 }

@@ -15,7 +15,8 @@
 **     why: an unknown type, label name or value (each with "did you mean"
 **     when one is close), matchers that select nothing together, a range
 **     that misses every stored profile (with the stored span), and a
-**     focus, ignore, hide or show regex that matches no function name.
+**     stack filter's regex (focus, ignore, hide, show, callers, callees)
+**     that matches no function name.
 **
 ** Every note goes to the result (ember_result_notes); none is an error:
 ** an empty answer is still an answer.
@@ -249,6 +250,8 @@ static int resolve_node(tctx *c, em_node *n, bool profile)
     case EM_FN_IGNORE:
     case EM_FN_HIDE:
     case EM_FN_SHOW:
+    case EM_FN_CALLERS:
+    case EM_FN_CALLEES:
     case EM_FN_TOP:
         break;                          /* as their argument's user */
     default:
@@ -504,6 +507,8 @@ static const char *op_name(int op)
     case EM_OP_FOCUS: return "focus";
     case EM_OP_IGNORE: return "ignore";
     case EM_OP_HIDE: return "hide";
+    case EM_OP_CALLERS: return "callers";
+    case EM_OP_CALLEES: return "callees";
     default: return "show";
     }
 }

@@ -192,11 +192,12 @@ static int sel_resolve(pctx *c, const em_node *n, em_psel *ps)
 /* ---- profile chains ------------------------------------------------------------ */
 
 /* True for a filter that changes which frames later filters see in a way
-** the engine cannot apply first (hide, show). A top keeps every stack: it
-** only limits the rows a renderer shows. */
+** the engine cannot apply first (hide, show, callers, callees). A top
+** keeps every stack: it only limits the rows a renderer shows. */
 static bool op_reshapes(int op)
 {
-    return op == EM_OP_HIDE || op == EM_OP_SHOW;
+    return op == EM_OP_HIDE || op == EM_OP_SHOW || op == EM_OP_CALLERS ||
+           op == EM_OP_CALLEES;
 }
 
 static bool chain_reshaped(const em_pop *ops, size_t n)
@@ -258,11 +259,12 @@ static void chain_free(em_pchain *ch)
     ch->nops = 0;
 }
 
-/* Compiles the regex of focus, ignore, hide or show (argument 2 of N)
-** into OP, with a caret at it when it is bad. They match anywhere in a
-** function name, as pprof's -focus does: the engine's regexes are anchored
-** (Prometheus' matchers), so the pattern is wrapped as .*(?:re).*, which
-** leaves ^ and $ to anchor where a user wants it. */
+/* Compiles the regex of a stack filter (argument 2 of N: focus, ignore,
+** hide, show, callers, callees) into OP, with a caret at it when it is
+** bad. They match anywhere in a function name, as pprof's -focus does:
+** the engine's regexes are anchored (Prometheus' matchers), so the pattern
+** is wrapped as .*(?:re).*, which leaves ^ and $ to anchor where a user
+** wants it. */
 static int op_regex(pctx *c, const em_node *n, em_pop *op)
 {
     const em_node *s = n->u.call.args[1];
@@ -337,11 +339,13 @@ static int filter_op(em_fn fn)
     case EM_FN_IGNORE: return EM_OP_IGNORE;
     case EM_FN_HIDE: return EM_OP_HIDE;
     case EM_FN_SHOW: return EM_OP_SHOW;
+    case EM_FN_CALLERS: return EM_OP_CALLERS;
+    case EM_FN_CALLEES: return EM_OP_CALLEES;
     default: return EM_OP_TOP;
     }
 }
 
-/* focus, ignore, hide or show (P, "re"), top(P, N). */
+/* focus, ignore, hide, show, callers or callees (P, "re"), top(P, N). */
 static int plan_filter(pctx *c, const em_node *n, em_plan *p)
 {
     const em_node *arg = n->u.call.args[0];
@@ -452,6 +456,8 @@ static int plan_pexpr(pctx *c, const em_node *n, em_plan *p)
     case EM_FN_IGNORE:
     case EM_FN_HIDE:
     case EM_FN_SHOW:
+    case EM_FN_CALLERS:
+    case EM_FN_CALLEES:
     case EM_FN_TOP:
         return plan_filter(c, n, p);
     default:

@@ -32,11 +32,14 @@ typedef struct em_psel {
 } em_psel;
 
 /* A stack filter on profiles. */
-enum { EM_OP_FOCUS = 1, EM_OP_IGNORE, EM_OP_TOP, EM_OP_HIDE, EM_OP_SHOW };
+enum { EM_OP_FOCUS = 1, EM_OP_IGNORE, EM_OP_TOP, EM_OP_HIDE, EM_OP_SHOW,
+       EM_OP_CALLERS,           /* stacks through a match, cut below the
+                                ** innermost one: it is their leaf */
+       EM_OP_CALLEES };         /* ... cut above the outermost: the root */
 
 typedef struct em_pop {
     int op;                     /* EM_OP_* */
-    em_regex *re;               /* FOCUS ... SHOW: pattern compiled, owned */
+    em_regex *re;               /* all but TOP: pattern compiled, owned */
     char *pattern;              /* the regex as matched, unanchored:
                                 ** .*(?:text).*, owned */
     const char *text;           /* the regex as written, borrowed */

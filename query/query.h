@@ -146,6 +146,8 @@ typedef enum em_fn {
     EM_FN_IGNORE,           /* ignore(P, "re"): stacks through none */
     EM_FN_HIDE,             /* hide(P, "re"): drop matching frames */
     EM_FN_SHOW,             /* show(P, "re"): keep only matching frames */
+    EM_FN_CALLERS,          /* callers(P, "re"): stacks cut to end at a match */
+    EM_FN_CALLEES,          /* callees(P, "re"): stacks cut to start at one */
     EM_FN_TOP,              /* top(P, N): the N largest-flat functions */
     EM_FN_TOTAL,            /* total(SEL): per-series value over time */
     EM_FN_RATE,             /* rate(S): per second */

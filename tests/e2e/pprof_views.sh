@@ -1,0 +1,100 @@
+#!/bin/sh
+# tests/e2e/pprof_views.sh: the views pprof users reach for, against go tool
+# pprof on the same real Go profiles (issue 16):
+#
+# - callees(P, re): `-o top` equals `go tool pprof -top -show_from=re` row
+#   for row (pprof drops the frames above the outermost match, as callees
+#   cuts its stacks there, and keeps the other samples' value in the
+#   total); callers(P, re) has the matched functions' pprof cum as its
+#   total and as the matched leaf's flat.
+#
+# Over the committed CPU profile tests/data/pprof/cpu.pb.gz (go 1.19). The
+# query names the type by its short name, `cpu`, as -sample_index=cpu
+# does. Without go the test fails.
+set -eu
+EMBER=${EMBER:-build/ember}
+BUILD=${BUILD:-build}
+. tests/e2e/lib/pprof_compare.sh
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+abs() { case $1 in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac; }
+die() { echo "FAIL: $*" >&2; exit 1; }
+command -v go > /dev/null ||
+    die "go is missing: install golang-go (make deps does)"
+export GO111MODULE=off GOFLAGS= GOCACHE="$(abs "$BUILD/gocache")" \
+       PPROF_TMPDIR="$tmp" HOME="${HOME:-$tmp}"
+
+prof=tests/data/pprof/cpu.pb.gz
+db=$tmp/db
+$EMBER import -d "$db" "$prof" > "$tmp/imp" 2>&1 ||
+    die "ember import $prof: $(cat "$tmp/imp")"
+
+failures=0
+checks=0
+fail() {
+    echo "FAIL: $*" >&2
+    failures=$((failures + 1))
+}
+
+# q QUERY [ARGS...]: ember query -o top (every row) on the database.
+q() {
+    query=$1
+    shift
+    $EMBER query -d "$db" --limit 100000 "$@" "$query"
+}
+
+# esc RE: RE inside a double-quoted query string.
+esc() { printf '%s' "$1" | sed 's/\\/\\\\/g'; }
+
+# table < TOP: the "Showing nodes" line and the rows after the header,
+# sorted (rows of equal flat may come in either order).
+table() {
+    awk '/^Showing nodes accounting/ { print; next }
+         go && NF > 0 { print }
+         /^ *flat  flat%/ { go = 1 }' | LC_ALL=C sort
+}
+
+# same_top QUERY PPROF_FLAGS...: `ember query -o top QUERY` equals
+# `go tool pprof -top FLAGS` (its rows and its "Showing nodes" line).
+same_top() {
+    checks=$((checks + 1))
+    query=$1
+    shift
+    pc_top -sample_index=cpu "$@" "$prof" | table > "$tmp/want"
+    q "$query" -o top 2> "$tmp/err" | table > "$tmp/got"
+    if [ "$(wc -l < "$tmp/want")" -lt 2 ]; then
+        fail "$*: go tool pprof printed no rows"
+    elif ! cmp -s "$tmp/want" "$tmp/got"; then
+        fail "$query differs from go tool pprof -top $* (- pprof, + ember):" \
+             "$(cat "$tmp/err")"
+        diff "$tmp/want" "$tmp/got" | grep '^[<>]' | head -10 >&2
+    fi
+}
+
+# ---- callers and callees ----------------------------------------------------
+
+# cum_of NAME < TOP: the cum column of NAME's row, as printed.
+cum_of() { awk -v n="$1" '$6 == n { print $4 }'; }
+flat_of() { awk -v n="$1" '$6 == n { print $1 }'; }
+
+for re in 'main\.work\.func1' '^main\.fib$' 'sort\.' '^runtime\.mallocgc$' \
+          '^main\.mix$'; do
+    same_top "callees(cpu, \"$(esc "$re")\")" -show_from="$re"
+done
+
+# callers of one function: it is every stack's leaf, so its flat is its
+# cum in the whole profile, and the total shown is that cum too
+for fn in main.fib sort.pdqsort main.hashWork runtime.mallocgc; do
+    checks=$((checks + 1))
+    re="^$(printf '%s' "$fn" | sed 's/\./\\./g')\$"
+    want=$(pc_top -sample_index=cpu "$prof" | cum_of "$fn")
+    got=$(q "callers(cpu, \"$(esc "$re")\")" -o top | flat_of "$fn")
+    shown=$(q "callers(cpu, \"$(esc "$re")\")" -o top |
+            sed -n 's/^Showing nodes accounting for \([^,]*\),.*/\1/p')
+    [ -n "$want" ] && [ "$want" = "$got" ] && [ "$want" = "$shown" ] ||
+        fail "callers of $fn: flat $got and shown $shown, want pprof's cum $want"
+done
+
+[ "$failures" = 0 ] || { echo "pprof_views: $failures of $checks differ" >&2; exit 1; }
+echo "pprof_views: ok ($checks views equal go tool pprof's)"

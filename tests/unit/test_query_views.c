@@ -1,0 +1,370 @@
+/*
+** tests/unit/test_query_views.c: the views of issue 16 through the public
+** ember_query and the renderers: callers and callees (stacks cut at a
+** match), peek (pprof's -peek), list (pprof's -list, source lines),
+** granularity (pprof's -granularity) and normalize (pprof's -normalize).
+**
+** Synthetic stacks with recursion pin the cut rules exactly; the real Go
+** CPU profile of tests/data/pprof pins the text against what go tool pprof
+** (go 1.19) printed for it, which tests/e2e/pprof_views.sh checks again
+** against the pprof of the machine it runs on.
+*/
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine.h"
+#include "ingest/ingest.h"
+#include "query/query.h"
+#include "common/testutil.h"
+
+#define DATA_DIR "tests/data/pprof"
+#define SYN "syn:work:nanoseconds:work:nanoseconds:delta"
+#define CPU "process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta"
+#define T0 INT64_C(1700000000000)
+#define NSTACKS 4
+
+typedef struct fixture {
+    char *dir;
+    ember_db *db;
+} fixture;
+
+static fixture fx;
+
+/* ---- the data -------------------------------------------------------------------- */
+
+/* Leaf first; b recurses through a in the second. */
+static const char *const stack_names[NSTACKS][5] = {
+    { "c", "b", "a", "main", NULL },
+    { "b", "a", "b", "main", NULL },
+    { "d", "main", NULL, NULL, NULL },
+    { "b", "x", NULL, NULL, NULL },
+};
+
+/* Pod p0's values, and p1's (its base in the diffs below). */
+static const int64_t values[2][NSTACKS] = { { 10, 20, 5, 7 },
+                                            { 4, 20, 1, 0 } };
+
+static void append_syn(void)
+{
+    uint32_t st[NSTACKS];
+
+    for (int s = 0; s < NSTACKS; s++) {
+        size_t n = 0;
+        while (n < 5 && stack_names[s][n] != NULL)
+            n++;
+        st[s] = tu_stack(fx.db, stack_names[s], n);
+    }
+    for (int p = 0; p < 2; p++) {
+        ember_label l = { "pod", p == 0 ? "p0" : "p1" };
+        ember_sample smp[NSTACKS];
+        size_t n = 0;
+        for (int s = 0; s < NSTACKS; s++)
+            if (values[p][s] != 0)
+                smp[n++] = (ember_sample){ st[s], values[p][s] };
+        ember_profile pr = tu_profile(SYN, &l, 1, T0, smp, n);
+        assert_int_equal(ember_append(fx.db, &pr), EMBER_OK);
+    }
+}
+
+static void import_file(const char *name)
+{
+    char path[256];
+    size_t len = 0;
+    char *buf;
+    em_import_opts o = { .sz = sizeof o, .origin = name };
+    int rc;
+
+    snprintf(path, sizeof path, "%s/%s", DATA_DIR, name);
+    buf = tu_read_file(path, &len);
+    assert_non_null(buf);
+    rc = em_import(fx.db, buf, len, &o, NULL);
+    if (rc != EMBER_OK)
+        fail_msg("import %s: %s", name, ember_errmsg(fx.db));
+    free(buf);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    fx.dir = tu_tmpdir("query-views");
+    fx.db = tu_open(fx.dir, 0);
+    append_syn();
+    import_file("cpu.pb.gz");
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    ember_close(fx.db);
+    tu_rmdir(fx.dir);
+    return 0;
+}
+
+/* ---- helpers ----------------------------------------------------------------------- */
+
+static ember_result *query(const char *text)
+{
+    ember_result *r = NULL;
+    int rc = ember_query(fx.db, text, NULL, &r);
+
+    if (rc != EMBER_OK)
+        fail_msg("%s: %s", text, ember_errmsg(fx.db));
+    assert_non_null(r);
+    return r;
+}
+
+/* The query's error message (it must fail with RC). */
+static const char *query_fails(const char *text, int rc)
+{
+    ember_result *r = NULL;
+    int got = ember_query(fx.db, text, NULL, &r);
+
+    if (got != rc)
+        fail_msg("%s: got %d, want %d (%s)", text, got, rc,
+                 ember_errmsg(fx.db));
+    assert_null(r);
+    return ember_errmsg(fx.db);
+}
+
+/* Stack I of P as "leaf;...;root", an inlined frame marked '+'. */
+static const char *stack_key(const em_rprofile *p, size_t i, char *buf,
+                             size_t cap)
+{
+    const em_rstack *s = &p->stacks[i];
+    size_t n = 0;
+
+    buf[0] = '\0';
+    for (size_t j = 0; j < s->nframes && n < cap; j++) {
+        const em_rframe *f = &p->frames[s->first + j];
+        n += (size_t)snprintf(buf + n, cap - n, "%s%s%s", j ? ";" : "",
+                              em_strtab_get(&p->names, f->fn),
+                              f->flags & EM_RFRAME_INLINED ? "+" : "");
+    }
+    return buf;
+}
+
+/* The value (or with BASE, the base) of the stacks named KEY in P. */
+static int64_t key_sum(const em_rprofile *p, const char *key, bool base)
+{
+    char buf[4096];
+    int64_t v = 0;
+
+    for (size_t i = 0; i < p->nstacks; i++)
+        if (strcmp(stack_key(p, i, buf, sizeof buf), key) == 0)
+            v += base ? p->stacks[i].base : p->stacks[i].value;
+    return v;
+}
+
+static int64_t key_value(const em_rprofile *p, const char *key)
+{
+    return key_sum(p, key, false);
+}
+
+/* The sum of P's values. */
+static int64_t prof_sum(const em_rprofile *p)
+{
+    int64_t v = 0;
+
+    for (size_t i = 0; i < p->nstacks; i++)
+        v += p->stacks[i].value;
+    return v;
+}
+
+/* R rendered as FORMAT (every row), a malloc'd string. */
+static char *render(const ember_result *r, const char *format)
+{
+    em_render_opts o = { .sz = sizeof o, .db = fx.db };
+    tu_out out;
+
+    tu_out_open(&out);
+    assert_int_equal(em_render_result(out.f, r, format, &o), EMBER_OK);
+    tu_out_close(&out);
+    return out.text;
+}
+
+/* TEXT's FORMAT output holds each of the N lines of WANT. */
+static void output_holds(const char *text, const char *format,
+                         const char *const *want, size_t n)
+{
+    ember_result *r = query(text);
+    char *got = render(r, format);
+
+    for (size_t i = 0; i < n; i++)
+        if (strstr(got, want[i]) == NULL)
+            fail_msg("%s: no line \"%s\" in\n%s", text, want[i], got);
+    free(got);
+    ember_result_free(r);
+}
+
+/* ---- callers and callees ------------------------------------------------------------ */
+
+static void test_callees(void **state)
+{
+    ember_result *r;
+    const em_rprofile *p;
+
+    (void)state;
+    /* cut above the outermost b: it is the root, its recursion kept */
+    r = query("callees(" SYN "{pod=\"p0\"}, \"^b$\")");
+    p = &r->groups[0].prof;
+    assert_int_equal(key_value(p, "c;b"), 10);
+    assert_int_equal(key_value(p, "b;a;b"), 20);
+    assert_int_equal(key_value(p, "b"), 7);
+    assert_int_equal(prof_sum(p), 37);          /* b's cum */
+    assert_int_equal(p->nstacks, 3);            /* d;main is not through b */
+    /* percentages stay of the whole profile */
+    assert_true(p->has_whole);
+    assert_int_equal(p->whole, 42);
+    /* the frames are not stored stacks: no pprof export */
+    assert_null(r->groups[0].merged);
+    ember_result_free(r);
+}
+
+static void test_callers(void **state)
+{
+    ember_result *r;
+    const em_rprofile *p;
+
+    (void)state;
+    /* cut below the innermost b: it is the leaf, its callers all kept */
+    r = query("callers(" SYN "{pod=\"p0\"}, \"^b$\")");
+    p = &r->groups[0].prof;
+    assert_int_equal(key_value(p, "b;a;main"), 10);
+    assert_int_equal(key_value(p, "b;a;b;main"), 20);
+    assert_int_equal(key_value(p, "b;x"), 7);
+    assert_int_equal(prof_sum(p), 37);
+    assert_int_equal(p->whole, 42);
+    ember_result_free(r);
+    /* any function the regex matches ends the stack: a or b, innermost */
+    r = query("callers(" SYN "{pod=\"p0\"}, \"^[ab]$\")");
+    p = &r->groups[0].prof;
+    assert_int_equal(key_value(p, "b;a;main"), 10);
+    assert_int_equal(key_value(p, "b;a;b;main"), 20);
+    ember_result_free(r);
+    r = query("callees(" SYN "{pod=\"p0\"}, \"^[ab]$\")");
+    p = &r->groups[0].prof;
+    assert_int_equal(key_value(p, "c;b;a"), 10);
+    assert_int_equal(key_value(p, "b;a;b"), 20);
+    ember_result_free(r);
+}
+
+static void test_cut_diff_and_inline(void **state)
+{
+    ember_result *r;
+    const em_rprofile *p;
+
+    (void)state;
+    /* a diff: both sides cut alike */
+    r = query("callees(diff(" SYN "{pod=\"p1\"}, " SYN "{pod=\"p0\"}), "
+              "\"^b$\")");
+    p = &r->groups[0].prof;
+    assert_true(p->diff);
+    assert_int_equal(key_value(p, "c;b"), 10);
+    assert_int_equal(key_sum(p, "c;b", true), 4);
+    assert_int_equal(key_sum(p, "b;a;b", true), 20);
+    assert_int_equal(key_value(p, "b"), 7);
+    ember_result_free(r);
+    /* main.mix is inlined into main.hashWork: cut there, it is a root of
+    ** its own and no longer marked inlined */
+    r = query("callees(cpu, \"^main\\\\.mix$\")");
+    p = &r->groups[0].prof;
+    assert_true(p->nstacks > 0);
+    for (size_t i = 0; i < p->nstacks; i++) {
+        const em_rstack *s = &p->stacks[i];
+        const em_rframe *root = &p->frames[s->first + s->nframes - 1];
+        assert_string_equal(em_strtab_get(&p->names, root->fn), "main.mix");
+        assert_int_equal(root->flags & EM_RFRAME_INLINED, 0);
+    }
+    ember_result_free(r);
+    /* a regex matching nothing leaves nothing, and says so */
+    r = query("callers(" SYN ", \"^nothing$\")");
+    assert_int_equal(r->groups[0].prof.nstacks, 0);
+    assert_true(ember_result_notes(r) > 0);
+    assert_non_null(strstr(ember_result_note(r, 0), "callers(..., "
+                           "\"^nothing$\") matches no function name"));
+    ember_result_free(r);
+}
+
+static void test_callees_top(void **state)
+{
+    /* go tool pprof -top -sample_index=cpu -show_from='main\.work\.func1'
+    ** tests/data/pprof/cpu.pb.gz (go 1.19) */
+    static const char *const want[] = {
+        "Showing nodes accounting for 230ms, 28.75% of 800ms total\n",
+        "     120ms 15.00% 15.00%      180ms 22.50%  main.fib\n",
+        "      20ms  2.50% 27.50%       30ms  3.75%  main.mix (inline)\n",
+        "         0     0% 28.75%      230ms 28.75%  main.work.func1\n",
+    };
+
+    (void)state;
+    output_holds("callees(cpu, \"main\\\\.work\\\\.func1\")", "top", want,
+                 EM_ARRAY_LEN(want));
+}
+
+static void test_cut_errors(void **state)
+{
+    const char *m;
+
+    (void)state;
+    m = query_fails("callers(" SYN ", 3)", EMBER_EINVAL);
+    assert_non_null(strstr(m, "callers expects a profile and a regex string: "
+                           "argument 2 is a number"));
+    m = query_fails("callees(total(" SYN "), \"b\")", EMBER_EINVAL);
+    assert_non_null(strstr(m, "callees expects a profile and a regex "
+                           "string: argument 1 is a series"));
+    m = query_fails("callees(" SYN ", \"(\")", EMBER_EINVAL);
+    assert_non_null(strstr(m, "bad regex"));
+}
+
+/* ---- allocation failure ------------------------------------------------------------- */
+
+static void fail_each(const char *text)
+{
+    int rc = EMBER_ENOMEM;
+    uint64_t i;
+
+    for (i = 1; rc != EMBER_OK && i < 100000; i++) {
+        ember_result *r = NULL;
+        em_alloc_fail_at(i);
+        rc = ember_query(fx.db, text, NULL, &r);
+        em_alloc_fail_at(0);
+        if (rc != EMBER_OK) {
+            assert_null(r);
+            if (rc != EMBER_ENOMEM)
+                fail_msg("%s: allocation %llu: %d %s", text,
+                         (unsigned long long)i, rc, ember_errmsg(fx.db));
+        }
+        ember_result_free(r);
+    }
+    assert_int_equal(rc, EMBER_OK);
+    assert_true(i > 10);
+}
+
+static void test_out_of_memory(void **state)
+{
+    (void)state;
+    fail_each("callers(callees(merge by (pod) (" SYN "), \"a\"), \"b\")");
+    fail_each("callees(diff(" SYN "{pod=\"p1\"}, " SYN "), \"^b$\")");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_callees),
+        cmocka_unit_test(test_callers),
+        cmocka_unit_test(test_cut_diff_and_inline),
+        cmocka_unit_test(test_callees_top),
+        cmocka_unit_test(test_cut_errors),
+        cmocka_unit_test(test_out_of_memory),
+    };
+
+    return cmocka_run_group_tests_name("query_views", tests, setup, teardown);
+}
