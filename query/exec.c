@@ -1358,6 +1358,10 @@ static int exec_profiles(ectx *e, const em_plan *p, ember_result *r)
         rc = group_pprof(e, r);
     if (rc == EMBER_OK)
         rc = em_type_unit(r->type, &r->unit);
+    if (rc == EMBER_OK && p->view.op != EM_VIEW_NONE &&
+        (r->view_re = em_strdup(p->view.text)) == NULL)
+        rc = em_err(EMBER_ENOMEM, "query: view");
+    r->view = rc == EMBER_OK ? p->view.op : EM_VIEW_NONE;
     r->top_limit = plan_top_limit(p);
     gset_free(&s);
     return rc;

@@ -25,6 +25,8 @@ static const em_fn_info fns[] = {
                         false, EMBER_RESULT_PROFILE },
     [EM_FN_CALLEES] = { "callees", "a profile and a regex string", 2, 2,
                         false, EMBER_RESULT_PROFILE },
+    [EM_FN_PEEK] = { "peek", "a profile and a regex string", 2, 2, false,
+                     EMBER_RESULT_PROFILE },
     [EM_FN_TOP] = { "top", "a profile and a number", 2, 2, false,
                     EMBER_RESULT_PROFILE },
     [EM_FN_TOTAL] = { "total", "a selector", 1, 1, false,

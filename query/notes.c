@@ -566,6 +566,23 @@ static int explain_plan(xctx *c, const em_plan *p)
     }
 }
 
+/* A note when the view's regex (peek) matches none of the result's
+** names: pprof's "no matches found for regexp", which it fails with. */
+static int explain_view(xctx *c, const em_pop *view)
+{
+    const char *near = NULL;
+    char hint[256];
+    bool yes = false;
+    int rc = function_match(c, view, &yes, &near);
+
+    if (rc != EMBER_OK)
+        return rc;
+    return em_result_note(c->r, "%s(..., \"%s\") matches no function of "
+                          "the profile%s", em_fn_name(EM_FN_PEEK),
+                          view->text, yes ? "" : did_you_mean(near, false,
+                          hint, sizeof hint));
+}
+
 /* True when R holds no stack, point or row. */
 static bool result_empty(const ember_result *r)
 {
@@ -588,12 +605,17 @@ int em_notes_explain(ember_db *db, const char *text, const em_plan *plan,
                      ember_result *r)
 {
     xctx c = { .db = db, .text = text, .r = r, .empty = result_empty(r) };
+    bool view = plan->view.op != EM_VIEW_NONE &&
+                !result_names_match(r, plan->view.re);
+    bool why = c.empty || plan->kind == EMBER_RESULT_DIFF;
     int rc;
 
-    if (!c.empty && plan->kind != EMBER_RESULT_DIFF)
+    if (!why && !view)
         return EMBER_OK;                /* a diff's one side may be empty */
-    if ((rc = em_reader_open(db, &c.rd)) == EMBER_OK)
+    if ((rc = em_reader_open(db, &c.rd)) == EMBER_OK && why)
         rc = explain_plan(&c, plan);
+    if (rc == EMBER_OK && view)
+        rc = explain_view(&c, &plan->view);
     em_reader_close(c.rd);
     return rc;
 }

@@ -460,6 +460,11 @@ static int plan_pexpr(pctx *c, const em_node *n, em_plan *p)
     case EM_FN_CALLEES:
     case EM_FN_TOP:
         return plan_filter(c, n, p);
+    case EM_FN_PEEK:
+        return em_query_error(c->text, n->pos, "%s shows a profile as "
+                              "pprof's -%s does: it is the whole query, "
+                              "not an argument", em_fn_name(n->u.call.fn),
+                              em_fn_name(n->u.call.fn));
     default:
         return em_query_error(c->text, n->pos, "expected a profile: %s "
                               "is %s", em_fn_get(n->u.call.fn)->name,
@@ -592,6 +597,33 @@ static int plan_table(pctx *c, const em_node *n, em_plan *p)
     return rc;
 }
 
+/* ---- views ------------------------------------------------------------------------ */
+
+static bool is_view(const em_node *n)
+{
+    return n->kind == EM_NODE_CALL && n->u.call.fn == EM_FN_PEEK;
+}
+
+/* peek(P, "re"), the whole query: P's plan with the view and its regex. */
+static int plan_view(pctx *c, const em_node *n, em_plan *p)
+{
+    const em_node *arg = n->u.call.args[0];
+    int rc;
+
+    if ((rc = call_check(c, n)) != EMBER_OK)
+        return rc;
+    if (!is_profile_arg(arg))
+        return arg_error(c, n, 0, NULL);
+    if ((rc = plan_pexpr(c, arg, p)) != EMBER_OK)
+        return rc;
+    if (p->kind == EMBER_RESULT_DIFF)
+        return arg_error(c, n, 0, "is a diff: compare its sides' views");
+    if ((rc = op_regex(c, n, &p->view)) != EMBER_OK)
+        return rc;
+    p->view.op = EM_VIEW_PEEK;
+    return EMBER_OK;
+}
+
 /* ---- the query ------------------------------------------------------------------- */
 
 int em_plan_build(const em_plan_ctx *ctx, const em_node *tree,
@@ -618,8 +650,12 @@ int em_plan_build(const em_plan_ctx *ctx, const em_node *tree,
                  tree->u.call.fn : EM_FN_MERGE);
     if (p == NULL)
         return EMBER_ENOMEM;
-    rc = kind == EMBER_RESULT_TABLE ? plan_table(&c, tree, p)
-                                    : plan_pexpr(&c, tree, p);
+    if (kind == EMBER_RESULT_TABLE)
+        rc = plan_table(&c, tree, p);
+    else if (is_view(tree))
+        rc = plan_view(&c, tree, p);
+    else
+        rc = plan_pexpr(&c, tree, p);
     if (rc != EMBER_OK) {
         em_plan_free(p);
         return rc;
@@ -635,6 +671,7 @@ void em_plan_free(em_plan *p)
     chain_free(&p->a);
     chain_free(&p->b);
     ops_free(p->post, p->npost);
+    op_free(&p->view);
     em_plan_free(p->arg);
     em_free(p);
 }

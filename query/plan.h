@@ -78,6 +78,8 @@ struct em_plan {
     char **labels;              /* borrowed */
     size_t nlabels;
     double k;                   /* topk, bottomk */
+    em_pop view;                /* peek(P, "re"): op EM_VIEW_PEEK, its
+                                ** regex; op 0: no view */
     /* TABLE */
     const char *name;           /* label_values' label, borrowed */
     bool has_sel;               /* a: its selector given (type, matchers) */

@@ -148,6 +148,7 @@ typedef enum em_fn {
     EM_FN_SHOW,             /* show(P, "re"): keep only matching frames */
     EM_FN_CALLERS,          /* callers(P, "re"): stacks cut to end at a match */
     EM_FN_CALLEES,          /* callees(P, "re"): stacks cut to start at one */
+    EM_FN_PEEK,             /* peek(P, "re"): pprof's -peek view of P */
     EM_FN_TOP,              /* top(P, N): the N largest-flat functions */
     EM_FN_TOTAL,            /* total(SEL): per-series value over time */
     EM_FN_RATE,             /* rate(S): per second */
@@ -388,6 +389,13 @@ int em_render_collapsed(FILE *f, const em_rprofile *p);
 
 /* ---- query results (query/result.c, built by query/exec.c) ---------------- */
 
+/* A view (peek(P, "re")): a profile result shown as one of pprof's
+** reports by the top and json formats; the other formats draw the
+** profile itself. */
+enum { EM_VIEW_NONE = 0,
+       EM_VIEW_PEEK = 1,        /* callers and callees of the matches */
+       EM_VIEW_LAST = EM_VIEW_PEEK };
+
 /* One profile of a result: a merge group (`merge by (pod)` gives one per
 ** pod) or a diff pair. */
 typedef struct em_pgroup {
@@ -432,6 +440,9 @@ struct ember_result {
     size_t nrows;
     size_t top_limit;           /* top(P, N): N, which the top renderer
                                 ** uses as its default row limit; 0: none */
+    int view;                   /* EM_VIEW_*: how top and json show the
+                                ** profiles (peek(P, "re")); 0: as such */
+    char *view_re;              /* the view's regex as written, owned */
     int64_t from_ms, to_ms;     /* the range the query was evaluated over */
     int64_t step_ms;            /* series bucketing; 0: none */
     ember_frame *frames;        /* ember_result_stack's scratch, owned */

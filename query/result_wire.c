@@ -5,9 +5,11 @@
 ** the same renderers, byte for byte. Version 1 of the encoding:
 **
 **   "EMRW" 0x01                   magic and version
-**   kind  flags                   EMBER_RESULT_*; bit 0: ids_only
+**   kind  flags                   EMBER_RESULT_*; bit 0: ids_only, bit 1:
+**                                 a view follows the head
 **   ostr type, ostr unit, ostr column
 **   top_limit  from_ms* to_ms* step_ms*
+**   [view  str regex]             EM_VIEW_* (peek(P, "re")) and its regex
 **   nnotes  str...
 **   ngroups group...              profiles and diffs only
 **   nseries series...             series only
@@ -27,6 +29,9 @@
 ** or 1 + the length, then the bytes. The pprof lets `-o pprof` work on a
 ** decoded result, which has no database to read symbols from.
 **
+** Flags a reader does not know make it refuse the result, so a part added
+** later (the view) is a flag, and results without it read as before.
+**
 ** The decoder treats its input as hostile: every count is checked against
 ** the bytes left before it sizes an allocation (each element takes at least
 ** one byte), every index against what it indexes, and the input must end
@@ -40,6 +45,7 @@
 #define WIRE_MAGIC "EMRW"
 #define WIRE_VERSION 1
 #define WIRE_IDS_ONLY 1u
+#define WIRE_VIEW 2u
 #define WIRE_DIFF 1u
 #define WIRE_HAS_WHOLE 2u
 
@@ -177,7 +183,8 @@ static void put_result(wenc *w, const ember_result *r)
     put_bytes(w, WIRE_MAGIC, 4);
     put_u(w, WIRE_VERSION);
     put_u(w, (uint64_t)r->kind);
-    put_u(w, r->ids_only ? WIRE_IDS_ONLY : 0);
+    put_u(w, (r->ids_only ? WIRE_IDS_ONLY : 0) |
+             (r->view != EM_VIEW_NONE ? WIRE_VIEW : 0));
     put_ostr(w, r->type);
     put_ostr(w, r->unit);
     put_ostr(w, r->column);
@@ -185,6 +192,10 @@ static void put_result(wenc *w, const ember_result *r)
     put_i(w, r->from_ms);
     put_i(w, r->to_ms);
     put_i(w, r->step_ms);
+    if (r->view != EM_VIEW_NONE) {
+        put_u(w, (uint64_t)r->view);
+        put_str(w, r->view_re);
+    }
     put_u(w, r->nnotes);
     for (size_t i = 0; i < r->nnotes; i++)
         put_str(w, r->notes[i]);
@@ -506,6 +517,18 @@ static void get_notes(wdec *d, ember_result *r)
     }
 }
 
+static void get_view(wdec *d, ember_result *r)
+{
+    uint64_t view = get_u(d);
+
+    if (view < EM_VIEW_PEEK || view > EM_VIEW_LAST ||
+        (r->kind != EMBER_RESULT_PROFILE && d->rc == EMBER_OK))
+        bad(d, "a view that is unknown or not of a profile");
+    r->view_re = get_str(d);
+    if (d->rc == EMBER_OK)
+        r->view = (int)view;
+}
+
 static void get_head(wdec *d, ember_result *r)
 {
     uint64_t kind, flags;
@@ -520,7 +543,7 @@ static void get_head(wdec *d, ember_result *r)
     kind = get_u(d);
     flags = get_u(d);
     if (kind < EMBER_RESULT_PROFILE || kind > EMBER_RESULT_TABLE ||
-        (flags & ~(uint64_t)WIRE_IDS_ONLY) != 0)
+        (flags & ~(uint64_t)(WIRE_IDS_ONLY | WIRE_VIEW)) != 0)
         bad(d, "an unknown result kind or flag");
     r->kind = (int)kind;
     r->ids_only = (flags & WIRE_IDS_ONLY) != 0;
@@ -531,6 +554,8 @@ static void get_head(wdec *d, ember_result *r)
     r->from_ms = get_i(d);
     r->to_ms = get_i(d);
     r->step_ms = get_i(d);
+    if ((flags & WIRE_VIEW) != 0 && d->rc == EMBER_OK)
+        get_view(d, r);
 }
 
 int em_result_decode(const void *buf, size_t len, ember_result **out)

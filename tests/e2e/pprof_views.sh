@@ -7,6 +7,9 @@
 #   cuts its stacks there, and keeps the other samples' value in the
 #   total); callers(P, re) has the matched functions' pprof cum as its
 #   total and as the matched leaf's flat.
+# - peek(P, re): its text, from the "Showing nodes" line to the end, is
+#   `go tool pprof -peek=re` byte for byte (sorted by flat, and by cum with
+#   --cum as pprof's -cum; with --unit as -unit).
 #
 # Over the committed CPU profile tests/data/pprof/cpu.pb.gz (go 1.19). The
 # query names the type by its short name, `cpu`, as -sample_index=cpu
@@ -95,6 +98,37 @@ for fn in main.fib sort.pdqsort main.hashWork runtime.mallocgc; do
     [ -n "$want" ] && [ "$want" = "$got" ] && [ "$want" = "$shown" ] ||
         fail "callers of $fn: flat $got and shown $shown, want pprof's cum $want"
 done
+
+# ---- peek -------------------------------------------------------------------
+
+# same_text WHAT WANT GOT: the files are equal and WANT has rows.
+same_text() {
+    checks=$((checks + 1))
+    if [ "$(wc -l < "$2")" -lt 3 ]; then
+        fail "$1: go tool pprof printed nothing to compare"
+    elif ! cmp -s "$2" "$3"; then
+        fail "$1 differs from go tool pprof (- pprof, + ember):"
+        diff "$2" "$3" | grep '^[<>]' | head -10 >&2
+    fi
+}
+
+from_showing() { sed -n '/^Showing nodes accounting/,$p'; }
+
+# same_peek RE [EMBER_FLAGS [PPROF_FLAGS]]
+same_peek() {
+    pc_pprof -sample_index=cpu -peek="$1" ${3:-} "$prof" | from_showing \
+        > "$tmp/want"
+    q "peek(cpu, \"$(esc "$1")\")" ${2:-} | from_showing > "$tmp/got"
+    same_text "peek(cpu, \"$1\") ${2:-}" "$tmp/want" "$tmp/got"
+}
+
+same_peek 'main\.fib|sort\.pdqsort'
+same_peek '^main\.mix$'                 # inlined: its in-edge says (inline)
+same_peek 'runtime\.'
+same_peek 'main\.work'
+same_peek '.'                           # every node
+same_peek 'sort\.' --cum -cum
+same_peek 'main\.' '--unit ms' '-unit=ms'
 
 [ "$failures" = 0 ] || { echo "pprof_views: $failures of $checks differ" >&2; exit 1; }
 echo "pprof_views: ok ($checks views equal go tool pprof's)"

@@ -324,6 +324,131 @@ static void test_cut_errors(void **state)
     assert_non_null(strstr(m, "bad regex"));
 }
 
+/* ---- peek ----------------------------------------------------------------------------- */
+
+static void test_peek_text(void **state)
+{
+    /* go tool pprof -sample_index=cpu -peek='main\.fib|sort\.pdqsort'
+    ** tests/data/pprof/cpu.pb.gz (go 1.19), from its "Showing" line */
+    static const char want[] =
+        "Type: cpu\n"
+        "Showing nodes accounting for 800ms, 100% of 800ms total\n"
+        "----------------------------------------------------------+------"
+        "-------\n"
+        "      flat  flat%   sum%        cum   cum%   calls calls% + context "
+        "\t \t \n"
+        "----------------------------------------------------------+------"
+        "-------\n"
+        "                                             180ms 56.25% |   "
+        "main.work.func1\n"
+        "                                             140ms 43.75% |   "
+        "main.contend.func1\n"
+        "     250ms 31.25% 31.25%      320ms 40.00%                | "
+        "main.fib\n"
+        "                                              70ms 21.88% |   "
+        "runtime.asyncPreempt\n"
+        "----------------------------------------------------------+------"
+        "-------\n"
+        "                                             100ms   100% |   "
+        "sort.Sort\n"
+        "         0     0% 31.25%      100ms 12.50%                | "
+        "sort.pdqsort\n"
+        "                                              70ms 70.00% |   "
+        "sort.partition\n"
+        "                                              30ms 30.00% |   "
+        "sort.insertionSort\n"
+        "----------------------------------------------------------+------"
+        "-------\n";
+    ember_result *r = query("peek(cpu, \"main\\\\.fib|sort\\\\.pdqsort\")");
+    char *got;
+
+    (void)state;
+    assert_int_equal(r->view, EM_VIEW_PEEK);
+    assert_string_equal(r->view_re, "main\\.fib|sort\\.pdqsort");
+    got = render(r, "top");
+    assert_string_equal(got, want);
+    free(got);
+    /* the other formats draw the profile itself */
+    got = render(r, "collapsed");
+    assert_non_null(strstr(got, "main.hashWork"));
+    free(got);
+    ember_result_free(r);
+}
+
+static void test_peek_json(void **state)
+{
+    ember_result *r = query("peek(merge by (pod) (" SYN "), \"^b$\")");
+    char *got = render(r, "json");
+
+    (void)state;
+    /* b's callers a and main (2 stacks each), its callee c; a recursion
+    ** is no edge; calls share a stack once */
+    assert_non_null(strstr(got, "\"view\":\"peek\",\"regex\":\"^b$\""));
+    assert_non_null(strstr(got, "{\"labels\":{\"pod\":\"p0\"},\"series\":1,"
+                           "\"profiles\":1,\"total\":42,\"whole\":42,\"peek\":[\n"
+                           "{\"name\":\"b\",\"flat\":27,\"cum\":37,"
+                           "\"callers\":[{\"name\":\"a\",\"value\":30,"
+                           "\"inline\":false},{\"name\":\"main\",\"value\":20,"
+                           "\"inline\":false},{\"name\":\"x\",\"value\":7,"
+                           "\"inline\":false}],\"callees\":[{\"name\":\"a\","
+                           "\"value\":20,\"inline\":false},{\"name\":\"c\","
+                           "\"value\":10,\"inline\":false}]}\n]}"));
+    free(got);
+    ember_result_free(r);
+}
+
+static void test_peek_errors(void **state)
+{
+    ember_result *r;
+    const char *m;
+
+    (void)state;
+    m = query_fails("top(peek(" SYN ", \"b\"), 3)", EMBER_EINVAL);
+    assert_non_null(strstr(m, "column 5: peek shows a profile as pprof's "
+                           "-peek does: it is the whole query, not an "
+                           "argument"));
+    m = query_fails("peek(diff(" SYN ", " SYN "), \"b\")", EMBER_EINVAL);
+    assert_non_null(strstr(m, "peek expects a profile and a regex string: "
+                           "argument 1 is a diff"));
+    m = query_fails("peek(" SYN ", \"[\")", EMBER_EINVAL);
+    assert_non_null(strstr(m, "bad regex"));
+    /* nothing matches: the frame of the report, and a note */
+    r = query("peek(" SYN ", \"^nothing$\")");
+    assert_true(ember_result_notes(r) > 0);
+    assert_non_null(strstr(ember_result_note(r, 0), "peek(..., "
+                           "\"^nothing$\") matches no function of the "
+                           "profile"));
+    ember_result_free(r);
+}
+
+/* R and the result decoded from its encoding render alike in FORMAT. */
+static void wire_same(const char *text, const char *format)
+{
+    ember_result *r = query(text), *back = NULL;
+    void *buf = NULL;
+    size_t len = 0;
+    char *a, *b;
+
+    assert_int_equal(em_result_encode(r, &buf, &len), EMBER_OK);
+    assert_int_equal(em_result_decode(buf, len, &back), EMBER_OK);
+    a = render(r, format);
+    b = render(back, format);
+    assert_string_equal(a, b);
+    free(a);
+    free(b);
+    em_free(buf);
+    ember_result_free(back);
+    ember_result_free(r);
+}
+
+static void test_views_wire(void **state)
+{
+    (void)state;
+    wire_same("peek(cpu, \"main\\\\.\")", "top");
+    wire_same("peek(cpu, \"main\\\\.\")", "json");
+    wire_same("callers(cpu, \"fib\")", "collapsed");
+}
+
 /* ---- allocation failure ------------------------------------------------------------- */
 
 static void fail_each(const char *text)
@@ -353,6 +478,38 @@ static void test_out_of_memory(void **state)
     (void)state;
     fail_each("callers(callees(merge by (pod) (" SYN "), \"a\"), \"b\")");
     fail_each("callees(diff(" SYN "{pod=\"p1\"}, " SYN "), \"^b$\")");
+    fail_each("peek(merge by (pod) (" SYN "), \"^nothing$\")");
+}
+
+/* Renders R in FORMAT failing the Nth allocation for every N. */
+static void render_fail_each(const char *text, const char *format)
+{
+    ember_result *r = query(text);
+    em_render_opts o = { .sz = sizeof o, .db = fx.db };
+    int rc = EMBER_ENOMEM;
+    uint64_t i;
+
+    for (i = 1; rc != EMBER_OK && i < 100000; i++) {
+        tu_out out;
+        tu_out_open(&out);
+        em_alloc_fail_at(i);
+        rc = em_render_result(out.f, r, format, &o);
+        em_alloc_fail_at(0);
+        tu_out_close(&out);
+        free(out.text);
+        if (rc != EMBER_OK && rc != EMBER_ENOMEM)
+            fail_msg("%s -o %s: allocation %llu: %d", text, format,
+                     (unsigned long long)i, rc);
+    }
+    assert_int_equal(rc, EMBER_OK);
+    ember_result_free(r);
+}
+
+static void test_render_out_of_memory(void **state)
+{
+    (void)state;
+    render_fail_each("peek(cpu, \"main\")", "top");
+    render_fail_each("peek(cpu, \"main\")", "json");
 }
 
 int main(void)
@@ -363,7 +520,12 @@ int main(void)
         cmocka_unit_test(test_cut_diff_and_inline),
         cmocka_unit_test(test_callees_top),
         cmocka_unit_test(test_cut_errors),
+        cmocka_unit_test(test_peek_text),
+        cmocka_unit_test(test_peek_json),
+        cmocka_unit_test(test_peek_errors),
+        cmocka_unit_test(test_views_wire),
         cmocka_unit_test(test_out_of_memory),
+        cmocka_unit_test(test_render_out_of_memory),
     };
 
     return cmocka_run_group_tests_name("query_views", tests, setup, teardown);
