@@ -490,8 +490,9 @@ static int group_resolve(ectx *e, const char *type, wgroup *g)
     size_t n = ember_merged_samples(g->merged, &stacks, &values), k = 0;
     int rc;
 
-    rc = em_rprofile_build(e->db, g->merged, type,
-                           em_reader_snapshot(e->rd), &g->prof);
+    rc = em_rprofile_build_at(e->db, g->merged, type,
+                              em_reader_snapshot(e->rd), e->build_gran,
+                              &g->prof);
     if (rc != EMBER_OK)
         return rc;
     g->ids = em_malloc(g->prof.nstacks * sizeof *g->ids + 1);
@@ -530,7 +531,7 @@ static int fmatch_init(fmatch *m, const em_rprofile *p, const em_regex *re)
 static bool fmatch_name(fmatch *m, uint32_t fn)
 {
     if (m->seen[fn] == 0) {
-        const char *name = em_strtab_get(&m->p->names, fn);
+        const char *name = em_rprofile_fname(m->p, fn);
         m->seen[fn] = em_regex_match(m->re, name, strlen(name)) ? 2 : 1;
     }
     return m->seen[fn] == 2;
@@ -979,13 +980,10 @@ static int copier_frames(copier *c, em_rprofile *dst, size_t i)
     }
     for (size_t j = 0; j < st->nframes; j++) {
         em_rframe f = c->src->frames[st->first + j];
-        if (c->map[f.fn] == UINT32_MAX) {
-            const char *name = em_strtab_get(&c->src->names, f.fn);
-            rc = em_strtab_intern(&dst->names, name, strlen(name),
-                                  &c->map[f.fn]);
-            if (rc != EMBER_OK)
-                return rc;
-        }
+        if (c->map[f.fn] == UINT32_MAX &&
+            (rc = em_rprofile_copy_name(dst, c->src, f.fn, &c->map[f.fn])) !=
+            EMBER_OK)
+            return rc;
         f.fn = c->map[f.fn];
         c->scratch[j] = f;
     }
@@ -1082,8 +1080,8 @@ static int groups_resolve(ectx *e, const char *type, gset *const *sets,
     if (rc == EMBER_OK)
         rc = em_merged_make(uids, ones, nu, NULL, &u);
     if (rc == EMBER_OK)
-        rc = em_rprofile_build(e->db, u, type, em_reader_snapshot(e->rd),
-                               &all);
+        rc = em_rprofile_build_at(e->db, u, type, em_reader_snapshot(e->rd),
+                                  e->build_gran, &all);
     if (rc == EMBER_OK && all.nstacks != nu)    /* stack i is uids[i] */
         rc = em_err(EMBER_EINVAL, "query: %zu stacks resolved of %zu",
                     all.nstacks, nu);
@@ -1336,11 +1334,30 @@ static int group_pprof(ectx *e, ember_result *r)
                            EMBER_PPROF_GZIP, &g->pprof, &g->pprof_len);
 }
 
+/* The granularity P's profiles are shown at. */
+static int plan_gran(const em_plan *p)
+{
+    return p->granularity;
+}
+
+/* Renames every group's frames to GRAN, now that the filters, which
+** match functions, have run (pprof aggregates after filtering). */
+static int groups_regranulate(gset *s, int gran)
+{
+    int rc = EMBER_OK;
+
+    for (size_t g = 0; g < s->n && rc == EMBER_OK; g++)
+        rc = em_rprofile_regranulate(&s->v[g].prof, gran);
+    return rc;
+}
+
 static int exec_profiles(ectx *e, const em_plan *p, ember_result *r)
 {
     gset s;
     int rc;
 
+    e->build_gran = plan_gran(p) != EM_GRAN_FUNCTIONS ? EM_GRAN_ADDRESSES
+                                                      : EM_GRAN_FUNCTIONS;
     if (p->kind == EMBER_RESULT_DIFF) {
         rc = exec_diff(e, p, &s);
     } else {
@@ -1352,6 +1369,8 @@ static int exec_profiles(ectx *e, const em_plan *p, ember_result *r)
         if (rc == EMBER_OK)
             rc = groups_filter(&s, &p->a);
     }
+    if (rc == EMBER_OK)
+        rc = groups_regranulate(&s, plan_gran(p));
     if (rc == EMBER_OK)
         rc = groups_move(&s, r);
     if (rc == EMBER_OK)

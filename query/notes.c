@@ -252,6 +252,8 @@ static int resolve_node(tctx *c, em_node *n, bool profile)
     case EM_FN_SHOW:
     case EM_FN_CALLERS:
     case EM_FN_CALLEES:
+    case EM_FN_PEEK:
+    case EM_FN_GRANULARITY:
     case EM_FN_TOP:
         break;                          /* as their argument's user */
     default:

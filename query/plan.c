@@ -308,6 +308,7 @@ static int op_count(pctx *c, const em_node *n, size_t *out)
 }
 
 static int plan_pexpr(pctx *c, const em_node *n, em_plan *p);
+static int plan_granularity(pctx *c, const em_node *n, em_plan *p);
 
 /* Adds stack filter OP (a focus, ignore, hide, show or top over P) to P:
 ** to its chain, or for a diff to both sides while that commutes (a focus
@@ -431,6 +432,39 @@ static int plan_diff(pctx *c, const em_node *n, em_plan *p)
     p->kind = EMBER_RESULT_DIFF;
     p->a = side[0].a;
     p->b = side[1].a;
+    if (side[0].gran_given && side[1].gran_given &&
+        side[0].granularity != side[1].granularity)
+        return em_query_error(c->text, n->pos, "diff's sides have different "
+                              "granularities: %s and %s",
+                              em_gran_name(side[0].granularity),
+                              em_gran_name(side[1].granularity));
+    p->gran_given = side[0].gran_given || side[1].gran_given;
+    p->granularity = side[0].gran_given ? side[0].granularity
+                                        : side[1].granularity;
+    return EMBER_OK;
+}
+
+/* granularity(P, "g"): P's names at pprof's granularity g, for the whole
+** expression (both sides of a diff: their stacks are joined by name). */
+static int plan_granularity(pctx *c, const em_node *n, em_plan *p)
+{
+    const em_node *arg = n->u.call.args[0], *g = n->u.call.args[1];
+    int gran;
+    int rc;
+
+    if (!is_profile_arg(arg))
+        return arg_error(c, n, 0, NULL);
+    if (g->kind != EM_NODE_STRING)
+        return arg_error(c, n, 1, NULL);
+    if ((gran = em_gran_parse(g->u.str)) < 0)
+        return arg_error(c, n, 1, "is not one of them");
+    if ((rc = plan_pexpr(c, arg, p)) != EMBER_OK)
+        return rc;
+    if (p->gran_given)
+        return em_query_error(c->text, n->pos, "the granularity is given "
+                              "twice: write one granularity(P, \"...\")");
+    p->granularity = gran;
+    p->gran_given = true;
     return EMBER_OK;
 }
 
@@ -460,6 +494,8 @@ static int plan_pexpr(pctx *c, const em_node *n, em_plan *p)
     case EM_FN_CALLEES:
     case EM_FN_TOP:
         return plan_filter(c, n, p);
+    case EM_FN_GRANULARITY:
+        return plan_granularity(c, n, p);
     case EM_FN_PEEK:
         return em_query_error(c->text, n->pos, "%s shows a profile as "
                               "pprof's -%s does: it is the whole query, "

@@ -80,6 +80,9 @@ struct em_plan {
     double k;                   /* topk, bottomk */
     em_pop view;                /* peek(P, "re"): op EM_VIEW_PEEK, its
                                 ** regex; op 0: no view */
+    int granularity;            /* PROFILE, DIFF: EM_GRAN_* of the names
+                                ** (granularity(P, "lines")) */
+    bool gran_given;            /* granularity() was written */
     /* TABLE */
     const char *name;           /* label_values' label, borrowed */
     bool has_sel;               /* a: its selector given (type, matchers) */

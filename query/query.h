@@ -149,6 +149,7 @@ typedef enum em_fn {
     EM_FN_CALLERS,          /* callers(P, "re"): stacks cut to end at a match */
     EM_FN_CALLEES,          /* callees(P, "re"): stacks cut to start at one */
     EM_FN_PEEK,             /* peek(P, "re"): pprof's -peek view of P */
+    EM_FN_GRANULARITY,      /* granularity(P, "lines"): names per line */
     EM_FN_TOP,              /* top(P, N): the N largest-flat functions */
     EM_FN_TOTAL,            /* total(SEL): per-series value over time */
     EM_FN_RATE,             /* rate(S): per second */
@@ -288,8 +289,37 @@ typedef struct em_rstack {
     int64_t base;               /* a diff's BASE value; 0 unless p->diff */
 } em_rstack;
 
+/* Granularities (pprof's -granularity): what one frame's name stands for,
+** and so what renderers aggregate by. */
+enum { EM_GRAN_FUNCTIONS = 0,   /* "main.fib" (without sites) */
+       EM_GRAN_FILEFUNCTIONS,   /* "main.fib /src/main.go" */
+       EM_GRAN_FILES,           /* "/src/main.go" */
+       EM_GRAN_LINES,           /* "main.fib /src/main.go:55" */
+       EM_GRAN_ADDRESSES,       /* "00000000004bfcd4 main.fib /src/main.go:55" */
+       EM_GRAN_COUNT_ };
+
+/* Where a name's frames are: one line of one location at the profile's
+** granularity, the fields it does not keep zeroed (none: EM_RSITE_NONE).
+** Strings are ids in em_rprofile.srcs. */
+#define EM_RSITE_NONE UINT32_MAX
+#define EM_RSITE_NAMED 1u       /* fn is a function's name (or system
+                                ** name), not an address's */
+
+typedef struct em_rsite {
+    uint32_t fn;                /* the function as granularity functions
+                                ** names it ("0x4011a0 in libc.so.6"
+                                ** without a name), what filters match */
+    uint32_t file;              /* source file, as pprof cleans it */
+    uint32_t obj;               /* the mapping file's base name */
+    uint32_t flags;             /* EM_RSITE_* */
+    int64_t line;               /* 0: unknown or not kept */
+    uint64_t address;           /* 0: unknown or not kept */
+} em_rsite;
+
 typedef struct em_rprofile {
-    em_strtab names;            /* function names */
+    em_strtab names;            /* function names (or at a granularity
+                                ** other than functions, pprof's names of
+                                ** its nodes: see em_rsite) */
     em_rframe *frames;
     size_t nframes, cap_frames;
     em_rstack *stacks;
@@ -305,6 +335,12 @@ typedef struct em_rprofile {
                                 ** computes its total before -focus and
                                 ** -ignore); without has_whole they sum
                                 ** |value| over the stacks */
+    int granularity;            /* EM_GRAN_*: what a name stands for */
+    em_rsite *sites;            /* per name id, when the profile was built
+                                ** with sites; NULL: names are function
+                                ** names and nothing more is known */
+    size_t cap_sites;
+    em_strtab srcs;             /* the strings the sites name */
 } em_rprofile;
 
 /* Empties *P for a profile of TYPE ("name:sample_type:sample_unit:..."; NULL
@@ -319,6 +355,30 @@ int em_rprofile_add(em_rprofile *p, const em_rframe *frames, size_t n,
 int em_rprofile_add_diff(em_rprofile *p, const em_rframe *frames, size_t n,
                          int64_t base, int64_t target);
 
+/* ---- sites and granularities (query/rsites.c) ------------------------------ */
+
+/* "lines" -> EM_GRAN_LINES, ...; -1 for a name that is none. */
+int em_gran_parse(const char *name);
+const char *em_gran_name(int gran);             /* "lines", ... */
+/* *ID gets the name id of site S (its strings interned in P->srcs) at
+** P's granularity, adding the name and its site when new. P must have
+** been built with sites (or be empty). EMBER_OK or ENOMEM. */
+int em_rprofile_site(em_rprofile *p, const em_rsite *s, uint32_t *id);
+/* The function name filters match for name ID: the site's function at
+** granularity functions, or without sites the name itself. */
+const char *em_rprofile_fname(const em_rprofile *p, uint32_t id);
+/* *OUT gets the id in DST of SRC's name ID, interned there with its site
+** when SRC has sites (DST then takes SRC's granularity). */
+int em_rprofile_copy_name(em_rprofile *dst, const em_rprofile *src,
+                          uint32_t id, uint32_t *out);
+/* Renames P's frames to the coarser granularity GRAN (pprof's aggregate):
+** sites that differ only in what GRAN drops share one name. GRAN
+** functions drops the sites. No-op for a profile without sites. */
+int em_rprofile_regranulate(em_rprofile *p, int gran);
+/* pprof's cleaning of a source file name: a /proc/self/cwd/ prefix
+** trimmed, then Go's filepath.Clean. A new string (em_free it). */
+char *em_path_clean(const char *path);
+
 /* Resolves every non-zero stack of M through the snapshot SNAP (NULL: a
 ** snapshot of DB opened and ended here) into *OUT, which it initializes
 ** for TYPE (the selector's type, for the unit; NULL: a count). A location without lines is named "0x<address> in <mapping file
@@ -327,6 +387,12 @@ int em_rprofile_add_diff(em_rprofile *p, const em_rframe *frames, size_t n,
 ** *OUT is freed and the engine's message says which stack failed. */
 int em_rprofile_build(ember_db *db, const ember_merged *m, const char *type,
                       ember_snapshot *snap, em_rprofile *out);
+/* The same at GRAN: EM_GRAN_ADDRESSES builds with sites (every line of
+** every location its own name, what a coarser granularity and the source
+** listing start from); EM_GRAN_FUNCTIONS is em_rprofile_build. */
+int em_rprofile_build_at(ember_db *db, const ember_merged *m,
+                         const char *type, ember_snapshot *snap, int gran,
+                         em_rprofile *out);
 
 /* ---- value formatting (query/units.c), pprof's measurement package ------- */
 

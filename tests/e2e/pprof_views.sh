@@ -10,6 +10,10 @@
 # - peek(P, re): its text, from the "Showing nodes" line to the end, is
 #   `go tool pprof -peek=re` byte for byte (sorted by flat, and by cum with
 #   --cum as pprof's -cum; with --unit as -unit).
+# - granularity(P, g): `-o top` equals `go tool pprof -top -g` (-lines,
+#   -files, ...) row for row for every granularity, on both sample types
+#   of the CPU profile and with filters, which match functions before the
+#   names are aggregated, as pprof's do.
 #
 # Over the committed CPU profile tests/data/pprof/cpu.pb.gz (go 1.19). The
 # query names the type by its short name, `cpu`, as -sample_index=cpu
@@ -29,9 +33,10 @@ export GO111MODULE=off GOFLAGS= GOCACHE="$(abs "$BUILD/gocache")" \
        PPROF_TMPDIR="$tmp" HOME="${HOME:-$tmp}"
 
 prof=tests/data/pprof/cpu.pb.gz
+heap=tests/data/pprof/heap.pb.gz
 db=$tmp/db
-$EMBER import -d "$db" "$prof" > "$tmp/imp" 2>&1 ||
-    die "ember import $prof: $(cat "$tmp/imp")"
+$EMBER import -d "$db" "$prof" "$heap" > "$tmp/imp" 2>&1 ||
+    die "ember import $prof $heap: $(cat "$tmp/imp")"
 
 failures=0
 checks=0
@@ -44,7 +49,7 @@ fail() {
 q() {
     query=$1
     shift
-    $EMBER query -d "$db" --limit 100000 "$@" "$query"
+    $EMBER query -d "$db" "$@" "$query"
 }
 
 # esc RE: RE inside a double-quoted query string.
@@ -59,12 +64,15 @@ table() {
 }
 
 # same_top QUERY PPROF_FLAGS...: `ember query -o top QUERY` equals
-# `go tool pprof -top FLAGS` (its rows and its "Showing nodes" line).
+# `go tool pprof -top FLAGS` (its rows and its "Showing nodes" line), on
+# $on (the CPU profile) with -sample_index=$index (cpu).
+on=$prof
+index=cpu
 same_top() {
     checks=$((checks + 1))
     query=$1
     shift
-    pc_top -sample_index=cpu "$@" "$prof" | table > "$tmp/want"
+    pc_top -sample_index="$index" "$@" "$on" | table > "$tmp/want"
     q "$query" -o top 2> "$tmp/err" | table > "$tmp/got"
     if [ "$(wc -l < "$tmp/want")" -lt 2 ]; then
         fail "$*: go tool pprof printed no rows"
@@ -129,6 +137,28 @@ same_peek 'main\.work'
 same_peek '.'                           # every node
 same_peek 'sort\.' --cum -cum
 same_peek 'main\.' '--unit ms' '-unit=ms'
+
+# ---- granularity --------------------------------------------------------------
+
+for g in functions filefunctions files lines addresses; do
+    same_top "granularity(cpu, \"$g\")" -"$g"
+done
+same_top 'granularity(hide(cpu, "^runtime\\."), "lines")' -lines \
+    -hide='^runtime\.'
+same_top 'granularity(focus(cpu, "fib"), "files")' -files -focus=fib
+same_top 'granularity(show(cpu, "main\\."), "addresses")' -addresses \
+    -show='main\.'
+same_top 'granularity(callees(cpu, "^sort\\.Sort$"), "lines")' -lines \
+    -show_from='^sort\.Sort$'
+index=samples
+same_top 'granularity(samples, "lines")' -lines
+on=$heap
+for index in inuse_space alloc_objects; do
+    same_top "granularity($index, \"files\")" -files
+    same_top "granularity($index, \"addresses\")" -addresses
+done
+on=$prof
+index=cpu
 
 [ "$failures" = 0 ] || { echo "pprof_views: $failures of $checks differ" >&2; exit 1; }
 echo "pprof_views: ok ($checks views equal go tool pprof's)"

@@ -447,6 +447,195 @@ static void test_views_wire(void **state)
     wire_same("peek(cpu, \"main\\\\.\")", "top");
     wire_same("peek(cpu, \"main\\\\.\")", "json");
     wire_same("callers(cpu, \"fib\")", "collapsed");
+    wire_same("granularity(cpu, \"lines\")", "top");
+    wire_same("granularity(cpu, \"addresses\")", "json");
+}
+
+/* ---- granularity ---------------------------------------------------------------------- */
+
+static void test_path_clean(void **state)
+{
+    /* Go's filepath.Clean tests, and pprof's /proc/self/cwd trimming */
+    static const char *const cases[][2] = {
+        { "", "." }, { "abc", "abc" }, { "a/b/c", "a/b/c" }, { ".", "." },
+        { "..", ".." }, { "../..", "../.." }, { "../../abc", "../../abc" },
+        { "/abc", "/abc" }, { "/", "/" }, { "abc/", "abc" },
+        { "./", "." }, { "../", ".." }, { "/abc/", "/abc" },
+        { "abc//def//ghi", "abc/def/ghi" }, { "//abc", "/abc" },
+        { "///abc", "/abc" }, { "//abc//", "/abc" }, { "abc//", "abc" },
+        { "abc/./def", "abc/def" }, { "/./abc/def", "/abc/def" },
+        { "abc/.", "abc" }, { "abc/def/ghi/../jkl", "abc/def/jkl" },
+        { "abc/def/../ghi/../jkl", "abc/jkl" }, { "abc/def/..", "abc" },
+        { "abc/def/../..", "." }, { "/abc/def/../..", "/" },
+        { "abc/def/../../..", ".." }, { "/abc/def/../../..", "/" },
+        { "abc/def/../../../ghi/jkl/../../../mno", "../../mno" },
+        { "/../abc", "/abc" }, { "abc/./../def", "def" },
+        { "abc//./../def", "def" }, { "abc/../../././../def", "../../def" },
+        { "/proc/self/cwd/./src/a.go", "src/a.go" },
+        { "/proc/self/cwd/src//a.go", "src/a.go" },
+    };
+
+    (void)state;
+    for (size_t i = 0; i < EM_ARRAY_LEN(cases); i++) {
+        char *got = em_path_clean(cases[i][0]);
+        assert_non_null(got);
+        if (strcmp(got, cases[i][1]) != 0)
+            fail_msg("clean(\"%s\") = \"%s\", want \"%s\"", cases[i][0],
+                     got, cases[i][1]);
+        em_free(got);
+    }
+}
+
+/* A site of P: its strings (NULL: none) interned into P's srcs. */
+static em_rsite mksite(em_rprofile *p, const char *fn, bool named,
+                       const char *file, const char *obj, int64_t line,
+                       uint64_t address)
+{
+    em_rsite s = { EM_RSITE_NONE, EM_RSITE_NONE, EM_RSITE_NONE,
+                   named ? EM_RSITE_NAMED : 0, line, address };
+
+    if (fn != NULL)
+        assert_int_equal(em_strtab_intern(&p->srcs, fn, strlen(fn), &s.fn),
+                         EMBER_OK);
+    if (file != NULL)
+        assert_int_equal(em_strtab_intern(&p->srcs, file, strlen(file),
+                                          &s.file), EMBER_OK);
+    if (obj != NULL)
+        assert_int_equal(em_strtab_intern(&p->srcs, obj, strlen(obj),
+                                          &s.obj), EMBER_OK);
+    return s;
+}
+
+#define NSITES 6
+
+static void test_granularity_names(void **state)
+{
+    /* per site, its name at functions, filefunctions, files, lines and
+    ** addresses: pprof's NodeInfo.PrintableName but for functions */
+    static const char *const want[NSITES][EM_GRAN_COUNT_] = {
+        { "main.fib", "main.fib /src/main.go", "/src/main.go",
+          "main.fib /src/main.go:55", "00000000004bfcd4 main.fib "
+          "/src/main.go:55" },
+        { "main.fib", "main.fib /src/main.go", "/src/main.go",
+          "main.fib /src/main.go:56", "00000000004bfce0 main.fib "
+          "/src/main.go:56" },
+        { "0x4011a0 in libc.so.6", "[libc.so.6]", "[libc.so.6]",
+          "[libc.so.6]", "00000000004011a0 [libc.so.6]" },
+        { "0x0", "<unknown>", "<unknown>", "<unknown>", "<unknown>" },
+        { "f", "f", "<unknown>", "f", "0000000000000010 f" },
+        { "g", "g /a.go", "/a.go", "g /a.go", "g /a.go" },
+    };
+    em_rprofile p;
+    em_rsite sites[NSITES];
+
+    (void)state;
+    for (int g = 0; g < EM_GRAN_COUNT_; g++) {
+        assert_int_equal(em_rprofile_init(&p, SYN), EMBER_OK);
+        p.granularity = EM_GRAN_ADDRESSES;
+        sites[0] = mksite(&p, "main.fib", true, "/src/main.go", "prog", 55,
+                          0x4bfcd4);
+        sites[1] = mksite(&p, "main.fib", true, "/src/main.go", "prog", 56,
+                          0x4bfce0);
+        sites[2] = mksite(&p, "0x4011a0 in libc.so.6", false, NULL,
+                          "libc.so.6", 0, 0x4011a0);
+        sites[3] = mksite(&p, "0x0", false, NULL, NULL, 0, 0);
+        sites[4] = mksite(&p, "f", true, NULL, NULL, 0, 0x10);
+        sites[5] = mksite(&p, "g", true, "/a.go", NULL, 0, 0);
+        for (int i = 0; i < NSITES; i++) {
+            em_rframe f = { 0, 0 };
+            assert_int_equal(em_rprofile_site(&p, &sites[i], &f.fn),
+                             EMBER_OK);
+            assert_int_equal(em_rprofile_add(&p, &f, 1, i + 1), EMBER_OK);
+        }
+        /* filters match the function, whatever the granularity */
+        assert_string_equal(em_rprofile_fname(&p, p.frames[0].fn),
+                            "main.fib");
+        assert_int_equal(em_rprofile_regranulate(&p, g), EMBER_OK);
+        assert_int_equal(p.granularity, g);
+        assert_true((p.sites == NULL) == (g == EM_GRAN_FUNCTIONS));
+        for (int i = 0; i < NSITES; i++)
+            assert_string_equal(em_strtab_get(&p.names, p.frames[i].fn),
+                                want[i][g]);
+        /* sites a granularity does not tell apart share one name */
+        assert_int_equal(p.frames[0].fn == p.frames[1].fn,
+                         g != EM_GRAN_LINES && g != EM_GRAN_ADDRESSES);
+        em_rprofile_free(&p);
+    }
+}
+
+/* True when every name of R's groups satisfies OK. */
+static bool names_all(const ember_result *r, bool (*ok)(const char *))
+{
+    for (size_t g = 0; g < r->ngroups; g++)
+        for (uint32_t i = 0; i < r->groups[g].prof.names.count; i++)
+            if (!ok(em_strtab_get(&r->groups[g].prof.names, i)))
+                return false;
+    return true;
+}
+
+static bool is_file(const char *s)
+{
+    size_t n = strlen(s);
+    return s[0] == '/' && ((n > 3 && strcmp(s + n - 3, ".go") == 0) ||
+                           (n > 2 && strcmp(s + n - 2, ".s") == 0));
+}
+
+static bool has_line(const char *s)
+{
+    const char *c = strrchr(s, ':');
+    return strchr(s, ' ') != NULL && c != NULL && c[1] >= '1' &&
+           c[1] <= '9';
+}
+
+static bool not_fib(const char *s)
+{
+    return strncmp(s, "main.fib ", 9) != 0;
+}
+
+static void test_granularity_query(void **state)
+{
+    ember_result *r;
+
+    (void)state;
+    r = query("granularity(cpu, \"files\")");
+    assert_true(r->groups[0].prof.nstacks > 0);
+    assert_true(names_all(r, is_file));
+    assert_int_equal(r->groups[0].prof.granularity, EM_GRAN_FILES);
+    ember_result_free(r);
+    /* filters match functions before the names are lines */
+    r = query("granularity(hide(merge by (worker) (cpu), "
+              "\"^main\\\\.fib$\"), \"lines\")");
+    assert_true(r->ngroups > 1);
+    assert_true(names_all(r, has_line));
+    assert_true(names_all(r, not_fib));
+    ember_result_free(r);
+    /* both sides of a diff, from either side's granularity */
+    r = query("diff(cpu{worker=\"sort\"}, granularity(cpu{worker="
+              "\"hash\"}, \"files\"))");
+    assert_true(r->groups[0].prof.diff);
+    assert_true(names_all(r, is_file));
+    ember_result_free(r);
+}
+
+static void test_granularity_errors(void **state)
+{
+    const char *m;
+
+    (void)state;
+    m = query_fails("granularity(cpu, \"words\")", EMBER_EINVAL);
+    assert_non_null(strstr(m, "column 18: granularity expects a profile and "
+                           "a granularity (\"functions\", \"filefunctions\", "
+                           "\"files\", \"lines\" or \"addresses\"): argument 2 "
+                           "is not one of them"));
+    m = query_fails("granularity(cpu, lines)", EMBER_EINVAL);
+    assert_non_null(strstr(m, "argument 2 is a selector"));
+    m = query_fails("granularity(granularity(cpu, \"lines\"), \"files\")",
+                    EMBER_EINVAL);
+    assert_non_null(strstr(m, "column 1: the granularity is given twice"));
+    m = query_fails("diff(granularity(cpu, \"lines\"), granularity(cpu, "
+                    "\"files\"))", EMBER_EINVAL);
+    assert_non_null(strstr(m, "diff's sides have different granularities: "
+                           "lines and files"));
 }
 
 /* ---- allocation failure ------------------------------------------------------------- */
@@ -479,6 +668,9 @@ static void test_out_of_memory(void **state)
     fail_each("callers(callees(merge by (pod) (" SYN "), \"a\"), \"b\")");
     fail_each("callees(diff(" SYN "{pod=\"p1\"}, " SYN "), \"^b$\")");
     fail_each("peek(merge by (pod) (" SYN "), \"^nothing$\")");
+    fail_each("granularity(hide(merge by (worker) (cpu), \"fib\"), "
+              "\"lines\")");
+    fail_each("diff(cpu{worker=\"sort\"}, granularity(cpu, \"files\"))");
 }
 
 /* Renders R in FORMAT failing the Nth allocation for every N. */
@@ -523,6 +715,10 @@ int main(void)
         cmocka_unit_test(test_peek_text),
         cmocka_unit_test(test_peek_json),
         cmocka_unit_test(test_peek_errors),
+        cmocka_unit_test(test_path_clean),
+        cmocka_unit_test(test_granularity_names),
+        cmocka_unit_test(test_granularity_query),
+        cmocka_unit_test(test_granularity_errors),
         cmocka_unit_test(test_views_wire),
         cmocka_unit_test(test_out_of_memory),
         cmocka_unit_test(test_render_out_of_memory),
