@@ -1334,10 +1334,11 @@ static int group_pprof(ectx *e, ember_result *r)
                            EMBER_PPROF_GZIP, &g->pprof, &g->pprof_len);
 }
 
-/* The granularity P's profiles are shown at. */
+/* The granularity P's profiles are shown at: lines for a list, as pprof's
+** -list forces them. */
 static int plan_gran(const em_plan *p)
 {
-    return p->granularity;
+    return p->view.op == EM_VIEW_LIST ? EM_GRAN_LINES : p->granularity;
 }
 
 /* Renames every group's frames to GRAN, now that the filters, which

@@ -27,6 +27,8 @@ static const em_fn_info fns[] = {
                         false, EMBER_RESULT_PROFILE },
     [EM_FN_PEEK] = { "peek", "a profile and a regex string", 2, 2, false,
                      EMBER_RESULT_PROFILE },
+    [EM_FN_LIST] = { "list", "a profile and a regex string", 2, 2, false,
+                     EMBER_RESULT_PROFILE },
     [EM_FN_GRANULARITY] = { "granularity", "a profile and a granularity "
                             "(\"functions\", \"filefunctions\", \"files\", "
                             "\"lines\" or \"addresses\")", 2, 2, false,

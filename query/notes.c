@@ -253,6 +253,7 @@ static int resolve_node(tctx *c, em_node *n, bool profile)
     case EM_FN_CALLERS:
     case EM_FN_CALLEES:
     case EM_FN_PEEK:
+    case EM_FN_LIST:
     case EM_FN_GRANULARITY:
     case EM_FN_TOP:
         break;                          /* as their argument's user */
@@ -467,6 +468,24 @@ static bool result_names_match(const ember_result *r, const em_regex *re)
     return false;
 }
 
+/* True when the regex of VIEW matches what the view matches in R's
+** groups: names as shown (peek, pprof's -peek), functions (list, as pprof's
+** -list matches them at granularity lines). */
+static bool view_matches(const ember_result *r, const em_pop *view)
+{
+    if (view->op != EM_VIEW_LIST)
+        return result_names_match(r, view->re);
+    for (size_t g = 0; g < r->ngroups; g++) {
+        const em_rprofile *p = &r->groups[g].prof;
+        for (uint32_t i = 0; i < p->names.count; i++) {
+            const char *s = em_rprofile_fname(p, i);
+            if (em_regex_match(view->re, s, strlen(s)))
+                return true;
+        }
+    }
+    return false;
+}
+
 /* Whether OP's regex matches a stored function name (or system name); when
 ** none does, the stored name nearest the pattern into *NEAR (a literal
 ** pattern only, owned by the snapshot). */
@@ -580,7 +599,8 @@ static int explain_view(xctx *c, const em_pop *view)
     if (rc != EMBER_OK)
         return rc;
     return em_result_note(c->r, "%s(..., \"%s\") matches no function of "
-                          "the profile%s", em_fn_name(EM_FN_PEEK),
+                          "the profile%s", em_fn_name(view->op == EM_VIEW_PEEK
+                          ? EM_FN_PEEK : EM_FN_LIST),
                           view->text, yes ? "" : did_you_mean(near, false,
                           hint, sizeof hint));
 }
@@ -608,7 +628,7 @@ int em_notes_explain(ember_db *db, const char *text, const em_plan *plan,
 {
     xctx c = { .db = db, .text = text, .r = r, .empty = result_empty(r) };
     bool view = plan->view.op != EM_VIEW_NONE &&
-                !result_names_match(r, plan->view.re);
+                !view_matches(r, &plan->view);
     bool why = c.empty || plan->kind == EMBER_RESULT_DIFF;
     int rc;
 

@@ -497,6 +497,7 @@ static int plan_pexpr(pctx *c, const em_node *n, em_plan *p)
     case EM_FN_GRANULARITY:
         return plan_granularity(c, n, p);
     case EM_FN_PEEK:
+    case EM_FN_LIST:
         return em_query_error(c->text, n->pos, "%s shows a profile as "
                               "pprof's -%s does: it is the whole query, "
                               "not an argument", em_fn_name(n->u.call.fn),
@@ -637,10 +638,12 @@ static int plan_table(pctx *c, const em_node *n, em_plan *p)
 
 static bool is_view(const em_node *n)
 {
-    return n->kind == EM_NODE_CALL && n->u.call.fn == EM_FN_PEEK;
+    return n->kind == EM_NODE_CALL && (n->u.call.fn == EM_FN_PEEK ||
+                                       n->u.call.fn == EM_FN_LIST);
 }
 
-/* peek(P, "re"), the whole query: P's plan with the view and its regex. */
+/* peek or list (P, "re"), the whole query: P's plan with the view and its
+** regex. */
 static int plan_view(pctx *c, const em_node *n, em_plan *p)
 {
     const em_node *arg = n->u.call.args[0];
@@ -656,7 +659,7 @@ static int plan_view(pctx *c, const em_node *n, em_plan *p)
         return arg_error(c, n, 0, "is a diff: compare its sides' views");
     if ((rc = op_regex(c, n, &p->view)) != EMBER_OK)
         return rc;
-    p->view.op = EM_VIEW_PEEK;
+    p->view.op = n->u.call.fn == EM_FN_PEEK ? EM_VIEW_PEEK : EM_VIEW_LIST;
     return EMBER_OK;
 }
 

@@ -149,6 +149,7 @@ typedef enum em_fn {
     EM_FN_CALLERS,          /* callers(P, "re"): stacks cut to end at a match */
     EM_FN_CALLEES,          /* callees(P, "re"): stacks cut to start at one */
     EM_FN_PEEK,             /* peek(P, "re"): pprof's -peek view of P */
+    EM_FN_LIST,             /* list(P, "re"): pprof's -list view of P */
     EM_FN_GRANULARITY,      /* granularity(P, "lines"): names per line */
     EM_FN_TOP,              /* top(P, N): the N largest-flat functions */
     EM_FN_TOTAL,            /* total(SEL): per-series value over time */
@@ -313,6 +314,8 @@ typedef struct em_rsite {
     uint32_t obj;               /* the mapping file's base name */
     uint32_t flags;             /* EM_RSITE_* */
     int64_t line;               /* 0: unknown or not kept */
+    int64_t start;              /* the function's first line (lines and
+                                ** addresses only); 0: unknown */
     uint64_t address;           /* 0: unknown or not kept */
 } em_rsite;
 
@@ -460,7 +463,8 @@ int em_render_collapsed(FILE *f, const em_rprofile *p);
 ** profile itself. */
 enum { EM_VIEW_NONE = 0,
        EM_VIEW_PEEK = 1,        /* callers and callees of the matches */
-       EM_VIEW_LAST = EM_VIEW_PEEK };
+       EM_VIEW_LIST = 2,        /* their source lines */
+       EM_VIEW_LAST = EM_VIEW_LIST };
 
 /* One profile of a result: a merge group (`merge by (pod)` gives one per
 ** pod) or a diff pair. */
@@ -634,6 +638,12 @@ typedef struct em_render_opts {
     size_t max_lines;           /* cut text output past this many lines,
                                 ** with a note saying how many were left
                                 ** out; 0: never cut */
+    const char *source_path;    /* list: where source files are read,
+                                ** pprof's -source_path (':'-separated
+                                ** directories, "" the current one);
+                                ** NULL: never, line numbers alone (a
+                                ** server must not read files that
+                                ** profiles name) */
     const char *title;          /* svg's title; NULL: the query */
     const char *query;          /* the query text, shown by svg and json */
     bool relative;              /* top, tree, svg: percentages of what

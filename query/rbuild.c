@@ -128,6 +128,7 @@ static int site_function(builder *b, uint32_t fn, em_rsite *s)
 
     if (rc != EMBER_OK)
         return em_err_prefix(rc, "function %u", fn);
+    s->start = f.start_line;
     name = f.name != NULL && f.name[0] != '\0' ? f.name : f.system_name;
     if (name != NULL && name[0] != '\0') {
         s->flags |= EM_RSITE_NAMED;
@@ -159,6 +160,7 @@ static int location_sites(builder *b, const ember_location *loc)
         em_rframe f = { .flags = j + 1 < n ? EM_RFRAME_INLINED : 0 };
         s.fn = s.file = EM_RSITE_NONE;
         s.flags = 0;
+        s.start = 0;
         s.line = loc->nlines > 0 ? loc->lines[j].line : 0;
         if (loc->nlines > 0)
             rc = site_function(b, loc->lines[j].function, &s);

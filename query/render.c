@@ -78,6 +78,8 @@ static int group_top(FILE *f, const em_rprofile *p, const ember_result *r,
 
     if (r->view == EM_VIEW_PEEK)        /* peek(P, "re") is shown so */
         return em_render_peek(f, p, o, r->view_re);
+    if (r->view == EM_VIEW_LIST)
+        return em_render_list(f, p, o, r->view_re);
     return em_render_top(f, p, &t);
 }
 
@@ -633,7 +635,8 @@ int em_render_view_regex(const char *text, em_regex **re)
 
 const char *em_render_view_name(int view)
 {
-    return view == EM_VIEW_PEEK ? "peek" : "";
+    return view == EM_VIEW_PEEK ? "peek" : view == EM_VIEW_LIST ? "list"
+                                                                : "";
 }
 
 int em_render_view_json(FILE *f, const ember_result *r, const em_pgroup *g,
@@ -642,6 +645,8 @@ int em_render_view_json(FILE *f, const ember_result *r, const em_pgroup *g,
     switch (r->view) {
     case EM_VIEW_PEEK:
         return em_render_peek_json(f, &g->prof, o, r->view_re);
+    case EM_VIEW_LIST:
+        return em_render_list_json(f, &g->prof, o, r->view_re);
     default:
         return em_err(EMBER_EINVAL, "json: unknown view %d", r->view);
     }

@@ -111,6 +111,12 @@ int em_render_peek(FILE *f, const em_rprofile *p, const em_render_opts *o,
                    const char *re);
 int em_render_peek_json(FILE *f, const em_rprofile *p,
                         const em_render_opts *o, const char *re);
+/* The list view of P (at granularity lines) for the regex RE
+** (render_list.c): pprof's -list text, and the member "list":[...]. */
+int em_render_list(FILE *f, const em_rprofile *p, const em_render_opts *o,
+                   const char *re);
+int em_render_list_json(FILE *f, const em_rprofile *p,
+                        const em_render_opts *o, const char *re);
 /* "peek" for EM_VIEW_PEEK, ...; "" for none. */
 const char *em_render_view_name(int view);
 /* The view of group G of R (r->view) as JSON members after the group's

@@ -26,7 +26,7 @@
 **           n doubles, 8 bytes little-endian each
 **   labels: n (str name, str value)...
 **   site:   fn file obj (each 0 for none, else 1 + its srcs index)
-**           flags  line*  address
+**           flags  line*  start*  address
 **
 ** Every integer is a LEB128 varint, those marked * zig-zag signed; a str
 ** is its length and its bytes (no NUL among them); an ostr is 0 for NULL
@@ -123,6 +123,7 @@ static void put_sites(wenc *w, const em_rprofile *p)
         put_src(w, s->obj);
         put_u(w, s->flags);
         put_i(w, s->line);
+        put_i(w, s->start);
         put_u(w, s->address);
     }
 }
@@ -417,6 +418,7 @@ static void get_sites(wdec *d, em_rprofile *p)
         s->obj = get_src(d, p);
         s->flags = (uint32_t)get_u(d);
         s->line = get_i(d);
+        s->start = get_i(d);
         s->address = get_u(d);
         if (s->flags & ~EM_RSITE_NAMED)
             bad(d, "a site's flags out of range");

@@ -59,7 +59,7 @@ static em_rsite site_at(em_rsite s, int gran)
     if (gran != EM_GRAN_ADDRESSES)
         s.address = 0;
     if (gran != EM_GRAN_LINES && gran != EM_GRAN_ADDRESSES)
-        s.line = 0;
+        s.line = s.start = 0;
     if (gran == EM_GRAN_FUNCTIONS)
         s.file = EM_RSITE_NONE;
     if (gran == EM_GRAN_FILES) {

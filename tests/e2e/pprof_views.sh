@@ -14,6 +14,11 @@
 #   -files, ...) row for row for every granularity, on both sample types
 #   of the CPU profile and with filters, which match functions before the
 #   names are aggregated, as pprof's do.
+# - list(P, re): its text is `go tool pprof -list=re` byte for byte, on a
+#   CPU profile profgen (tests/go/profgen) records now, whose source files
+#   are this checkout's and Go's own, and on the committed one where pprof
+#   can read the sources it names (where it cannot, both say so under
+#   the same headers).
 #
 # Over the committed CPU profile tests/data/pprof/cpu.pb.gz (go 1.19). The
 # query names the type by its short name, `cpu`, as -sample_index=cpu
@@ -159,6 +164,46 @@ for index in inuse_space alloc_objects; do
 done
 on=$prof
 index=cpu
+
+# ---- list -------------------------------------------------------------------
+
+# same_list DB PROFILE RE [EMBER_FLAGS [PPROF_FLAGS]]
+same_list() {
+    pc_pprof -sample_index=cpu -list="$3" ${5:-} "$2" > "$tmp/want"
+    $EMBER query -d "$1" ${4:-} "list(cpu, \"$(esc "$3")\")" \
+        > "$tmp/got" 2> "$tmp/err"
+    if grep -q '^ Error: ' "$tmp/want"; then   # sources pprof cannot read
+        checks=$((checks + 1))
+        heads() { grep -E '^(Total:|ROUTINE|No source| Error: )' "$1" |
+                  sed 's/^ Error: .*/ Error:/'; }
+        heads "$tmp/want" > "$tmp/want.h"
+        heads "$tmp/got" > "$tmp/got.h"
+        cmp -s "$tmp/want.h" "$tmp/got.h" ||
+            fail "list(cpu, \"$3\") headers differ from go tool pprof's"
+    else
+        same_text "list(cpu, \"$3\") on $2" "$tmp/want" "$tmp/got"
+    fi
+}
+
+for re in 'main\.fib|main\.mix' '^main\.' 'sort\.' '.'; do
+    same_list "$db" "$prof" "$re"
+done
+
+go build -o "$tmp/profgen" tests/go/profgen/main.go ||
+    die "go build tests/go/profgen/main.go"
+"$tmp/profgen" -out "$tmp/gen" -cpu 500ms -seed 3 > /dev/null ||
+    die "profgen"
+gen=$tmp/gen/cpu.pb.gz
+$EMBER import -d "$tmp/gendb" "$gen" > "$tmp/imp" 2>&1 ||
+    die "ember import $gen: $(cat "$tmp/imp")"
+for re in '^main\.' 'runtime\.mallocgc' '.'; do
+    same_list "$tmp/gendb" "$gen" "$re"
+done
+# the checkout's own source was read, or the comparison proved little
+grep -q "^ *[0-9.a-z]* *[0-9.a-z]* *[0-9]*:func fib(n int) int {" "$tmp/got" ||
+    fail "list(cpu, \".\") on $gen shows no line of tests/go/profgen/main.go"
+same_list "$tmp/gendb" "$gen" 'main\.' '--unit ms' '-unit=ms'
+same_list "$tmp/gendb" "$gen" 'main\.(fib|work)' '--cum' '-cum'
 
 [ "$failures" = 0 ] || { echo "pprof_views: $failures of $checks differ" >&2; exit 1; }
 echo "pprof_views: ok ($checks views equal go tool pprof's)"

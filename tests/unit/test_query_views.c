@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "engine/engine.h"
 #include "ingest/ingest.h"
@@ -27,8 +28,10 @@
 #define DATA_DIR "tests/data/pprof"
 #define SYN "syn:work:nanoseconds:work:nanoseconds:delta"
 #define CPU "process_cpu:cpu:nanoseconds:cpu:nanoseconds:delta"
+#define SRC "srclist:lines:nanoseconds:lines:nanoseconds:delta"
 #define T0 INT64_C(1700000000000)
 #define NSTACKS 4
+#define NSRC 12                     /* lines of the source file below */
 
 typedef struct fixture {
     char *dir;
@@ -36,6 +39,14 @@ typedef struct fixture {
 } fixture;
 
 static fixture fx;
+
+/* src/prog.c of the scratch directory, whose functions SRC's stacks run:
+** a tab, a CR before a newline and an escape character among them. */
+static const char *const src_lines[NSRC] = {
+    "/* prog.c */", "int work(void);", "int main(void) { return work(); }",
+    "", "int work(void)", "{\033", "\tint x = 0;", "\treturn x;\r", "}", "",
+    "/* end */", "/* last */",
+};
 
 /* ---- the data -------------------------------------------------------------------- */
 
@@ -73,6 +84,72 @@ static void append_syn(void)
     }
 }
 
+static void write_source(void)
+{
+    char path[512];
+    FILE *f;
+
+    snprintf(path, sizeof path, "%s/src", fx.dir);
+    assert_int_equal(mkdir(path, 0755), 0);
+    snprintf(path, sizeof path, "%s/src/prog.c", fx.dir);
+    f = fopen(path, "w");
+    assert_non_null(f);
+    for (int i = 0; i < NSRC; i++)
+        fprintf(f, "%s\n", src_lines[i]);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* A location of function NAME (file FILE, first line START) at LINE. */
+static uint32_t src_loc(ember_txn *t, const char *name, const char *file,
+                        int64_t start, int64_t line, uint64_t addr)
+{
+    ember_function f = { .name = name, .file = file, .start_line = start };
+    ember_line ln = { 0, line };
+    ember_location l = { 0, addr, &ln, 1 };
+    uint32_t id;
+
+    assert_int_equal(ember_intern_function(t, &f, &ln.function), EMBER_OK);
+    assert_int_equal(ember_intern_location(t, &l, &id), EMBER_OK);
+    return id;
+}
+
+/* SRC: work at line 7 called from main at 3 (10), main alone (5), gone
+** in a file that is nowhere (3), rel in a relative path (2), nofile (1),
+** and an address of libfoo.so without symbols (4). */
+static void append_src(void)
+{
+    char file[512];
+    ember_mapping m = { .start = 0x9000, .limit = 0xa000,
+                        .file = "/usr/lib/libfoo.so" };
+    ember_location raw = { 0, 0x9010, NULL, 0 };
+    uint32_t loc[6], st[6], mid;
+    ember_sample smp[6];
+    ember_txn *t;
+
+    snprintf(file, sizeof file, "%s/src/prog.c", fx.dir);
+    assert_int_equal(ember_txn_begin(fx.db, &t), EMBER_OK);
+    loc[0] = src_loc(t, "work", file, 5, 7, 0x100);
+    loc[1] = src_loc(t, "main", file, 0, 3, 0x200);
+    loc[2] = src_loc(t, "gone", "/nonexistent/gone.c", 0, 10, 0x300);
+    loc[3] = src_loc(t, "rel", "src/prog.c", 0, 2, 0x400);
+    loc[4] = src_loc(t, "nofile", NULL, 0, 4, 0x500);
+    assert_int_equal(ember_intern_mapping(t, &m, &mid), EMBER_OK);
+    raw.mapping = mid;
+    assert_int_equal(ember_intern_location(t, &raw, &loc[5]), EMBER_OK);
+    assert_int_equal(ember_intern_stack(t, loc, 2, &st[0]), EMBER_OK);
+    assert_int_equal(ember_intern_stack(t, &loc[1], 1, &st[1]), EMBER_OK);
+    assert_int_equal(ember_intern_stack(t, (uint32_t[]){ loc[2], loc[1] },
+                                        2, &st[2]), EMBER_OK);
+    for (int i = 3; i < 6; i++)
+        assert_int_equal(ember_intern_stack(t, &loc[i], 1, &st[i]),
+                         EMBER_OK);
+    assert_int_equal(ember_txn_commit(t), EMBER_OK);
+    for (int i = 0; i < 6; i++)
+        smp[i] = (ember_sample){ st[i], (int64_t[]){ 10, 5, 3, 2, 1, 4 }[i] };
+    ember_profile pr = tu_profile(SRC, NULL, 0, T0, smp, 6);
+    assert_int_equal(ember_append(fx.db, &pr), EMBER_OK);
+}
+
 static void import_file(const char *name)
 {
     char path[256];
@@ -96,6 +173,8 @@ static int setup(void **state)
     fx.dir = tu_tmpdir("query-views");
     fx.db = tu_open(fx.dir, 0);
     append_syn();
+    write_source();
+    append_src();
     import_file("cpu.pb.gz");
     return 0;
 }
@@ -178,16 +257,24 @@ static int64_t prof_sum(const em_rprofile *p)
     return v;
 }
 
-/* R rendered as FORMAT (every row), a malloc'd string. */
-static char *render(const ember_result *r, const char *format)
+/* R rendered as FORMAT (every row), reading sources from SOURCE_PATH, a
+** malloc'd string. */
+static char *render_src(const ember_result *r, const char *format,
+                        const char *source_path)
 {
-    em_render_opts o = { .sz = sizeof o, .db = fx.db };
+    em_render_opts o = { .sz = sizeof o, .db = fx.db,
+                         .source_path = source_path };
     tu_out out;
 
     tu_out_open(&out);
     assert_int_equal(em_render_result(out.f, r, format, &o), EMBER_OK);
     tu_out_close(&out);
     return out.text;
+}
+
+static char *render(const ember_result *r, const char *format)
+{
+    return render_src(r, format, "");
 }
 
 /* TEXT's FORMAT output holds each of the N lines of WANT. */
@@ -449,6 +536,8 @@ static void test_views_wire(void **state)
     wire_same("callers(cpu, \"fib\")", "collapsed");
     wire_same("granularity(cpu, \"lines\")", "top");
     wire_same("granularity(cpu, \"addresses\")", "json");
+    wire_same("list(cpu, \"main\")", "top");
+    wire_same("list(" SRC ", \".\")", "json");
 }
 
 /* ---- granularity ---------------------------------------------------------------------- */
@@ -491,8 +580,9 @@ static em_rsite mksite(em_rprofile *p, const char *fn, bool named,
                        const char *file, const char *obj, int64_t line,
                        uint64_t address)
 {
-    em_rsite s = { EM_RSITE_NONE, EM_RSITE_NONE, EM_RSITE_NONE,
-                   named ? EM_RSITE_NAMED : 0, line, address };
+    em_rsite s = { .fn = EM_RSITE_NONE, .file = EM_RSITE_NONE,
+                   .obj = EM_RSITE_NONE, .flags = named ? EM_RSITE_NAMED : 0,
+                   .line = line, .address = address };
 
     if (fn != NULL)
         assert_int_equal(em_strtab_intern(&p->srcs, fn, strlen(fn), &s.fn),
@@ -638,6 +728,145 @@ static void test_granularity_errors(void **state)
                            "lines and files"));
 }
 
+/* ---- list ------------------------------------------------------------------------------ */
+
+/* What list prints for line L of src/prog.c with FLAT and CUM, appended. */
+static void src_row(char *buf, size_t cap, int l, const char *flat,
+                    const char *cum)
+{
+    char text[64];
+    size_t n = strlen(buf), k = 0;
+
+    for (const char *c = src_lines[l - 1]; *c != '\0'; c++)
+        if (*c != '\r' || c[1] != '\0')   /* a CR ending the line goes */
+            text[k++] = (unsigned char)*c < 0x20 && *c != '\t' ? ' ' : *c;
+    text[k] = '\0';
+    snprintf(buf + n, cap - n, "%10s %10s %6d:%s\n", flat, cum, l, text);
+}
+
+/* TEXT's list (or with FORMAT json...) equals WANT. */
+static void list_is(const char *text, const char *source_path,
+                    const char *want)
+{
+    ember_result *r = query(text);
+    char *got = render_src(r, "top", source_path);
+
+    if (strcmp(got, want) != 0)
+        fail_msg("%s:\n%s\nwant:\n%s", text, got, want);
+    free(got);
+    ember_result_free(r);
+}
+
+static void test_list_text(void **state)
+{
+    char want[4096], head[1024];
+
+    (void)state;
+    /* from the function's first line (5) to 5 past its sample */
+    snprintf(want, sizeof want, "Total: 25ns\nROUTINE ======================"
+             "== work in %s/src/prog.c\n      10ns       10ns (flat, cum) "
+             "40.00%% of Total\n", fx.dir);
+    for (int l = 5; l <= 12; l++)
+        src_row(want, sizeof want, l, l == 7 ? "10ns" : ".",
+                l == 7 ? "10ns" : ".");
+    list_is("list(" SRC ", \"^work$\")", "", want);
+    /* no first line known: 5 before, cut at line 1 */
+    snprintf(want, sizeof want, "Total: 25ns\nROUTINE ======================"
+             "== main in %s/src/prog.c\n       5ns       18ns (flat, cum) "
+             "72.00%% of Total\n", fx.dir);
+    for (int l = 1; l <= 8; l++)
+        src_row(want, sizeof want, l, l == 3 ? "5ns" : ".",
+                l == 3 ? "18ns" : ".");
+    list_is("list(" SRC ", \"^main$\")", "", want);
+    /* unreadable: pprof's error line, then the lines with samples */
+    list_is("list(" SRC ", \"^gone$\")", "",
+            "Total: 25ns\nROUTINE ======================== gone in "
+            "/nonexistent/gone.c\n       3ns        3ns (flat, cum) 12.00% "
+            "of Total\n Error: open /nonexistent/gone.c: No such file or "
+            "directory\n       3ns        3ns     10\n");
+    list_is("list(" SRC ", \"^nofile$\")", "",
+            "Total: 25ns\nNo source information for nofile\n");
+    /* a relative path is looked for under the source path's directories
+    ** and their parents */
+    snprintf(head, sizeof head, "%s/src/deeper", fx.dir);
+    snprintf(want, sizeof want, "Total: 25ns\nROUTINE ======================"
+             "== rel in src/prog.c\n       2ns        2ns (flat, cum)  8.00%% "
+             "of Total\n");
+    for (int l = 1; l <= 7; l++)
+        src_row(want, sizeof want, l, l == 2 ? "2ns" : ".",
+                l == 2 ? "2ns" : ".");
+    list_is("list(" SRC ", \"^rel$\")", head, want);
+    /* no source path (a server's): no file is read */
+    snprintf(want, sizeof want, "Total: 25ns\nROUTINE ======================"
+             "== work in %s/src/prog.c\n      10ns       10ns (flat, cum) "
+             "40.00%% of Total\n Error: not reading source files here\n"
+             "      10ns       10ns      7\n", fx.dir);
+    list_is("list(" SRC ", \"^work$\")", NULL, want);
+}
+
+static void test_list_json(void **state)
+{
+    ember_result *r = query("list(" SRC ", \"^(work|gone|nofile)$\")");
+    char *got = render(r, "json");
+    char want[2048];
+
+    (void)state;
+    assert_non_null(strstr(got, "\"view\":\"list\",\"regex\":"
+                           "\"^(work|gone|nofile)$\""));
+    assert_non_null(strstr(got, "\"total\":25,\"whole\":25,\"list\":[\n"
+                           "{\"name\":\"gone\",\"file\":\"/nonexistent/gone.c\","
+                           "\"flat\":3,\"cum\":3,\"source\":false,\"error\":"
+                           "\"open /nonexistent/gone.c: No such file or "
+                           "directory\",\"lines\":[{\"line\":10,\"flat\":3,"
+                           "\"cum\":3}]},\n{\"name\":\"nofile\",\"file\":null,"
+                           "\"flat\":1,\"cum\":1,\"source\":false,\"lines\":[]},"
+                           "\n{\"name\":\"work\",\"file\":"));
+    snprintf(want, sizeof want, "\"flat\":10,\"cum\":10,\"source\":true,"
+             "\"lines\":[{\"line\":5,\"flat\":0,\"cum\":0,\"text\":\"int "
+             "work(void)\"},{\"line\":6,\"flat\":0,\"cum\":0,\"text\":"
+             "\"{\\u001b\"},{\"line\":7,\"flat\":10,\"cum\":10,\"text\":"
+             "\"\\tint x = 0;\"}");
+    assert_non_null(strstr(got, want));
+    free(got);
+    ember_result_free(r);
+}
+
+static void test_list_profile(void **state)
+{
+    ember_result *r;
+    char *got;
+
+    (void)state;
+    /* the profile of a list is at granularity lines, whatever was asked */
+    r = query("list(granularity(" SRC ", \"files\"), \"^work$\")");
+    assert_int_equal(r->groups[0].prof.granularity, EM_GRAN_LINES);
+    got = render(r, "collapsed");
+    assert_non_null(strstr(got, "prog.c:3;work "));
+    free(got);
+    ember_result_free(r);
+    /* an address without symbols at each granularity */
+    r = query("granularity(" SRC ", \"lines\")");
+    got = render(r, "top");
+    assert_non_null(strstr(got, "  [libfoo.so]\n"));
+    free(got);
+    ember_result_free(r);
+    r = query("granularity(" SRC ", \"addresses\")");
+    got = render(r, "top");
+    assert_non_null(strstr(got, "  0000000000009010 [libfoo.so]\n"));
+    free(got);
+    ember_result_free(r);
+    r = query(SRC);
+    got = render(r, "top");
+    assert_non_null(strstr(got, "  0x9010 in libfoo.so\n"));
+    free(got);
+    ember_result_free(r);
+    /* a list whose regex names no function: a note */
+    r = query("list(" SRC ", \"^none$\")");
+    assert_non_null(strstr(ember_result_note(r, 0), "list(..., \"^none$\") "
+                           "matches no function of the profile"));
+    ember_result_free(r);
+}
+
 /* ---- allocation failure ------------------------------------------------------------- */
 
 static void fail_each(const char *text)
@@ -671,6 +900,7 @@ static void test_out_of_memory(void **state)
     fail_each("granularity(hide(merge by (worker) (cpu), \"fib\"), "
               "\"lines\")");
     fail_each("diff(cpu{worker=\"sort\"}, granularity(cpu, \"files\"))");
+    fail_each("list(merge by (worker) (cpu), \"fib\")");
 }
 
 /* Renders R in FORMAT failing the Nth allocation for every N. */
@@ -702,6 +932,8 @@ static void test_render_out_of_memory(void **state)
     (void)state;
     render_fail_each("peek(cpu, \"main\")", "top");
     render_fail_each("peek(cpu, \"main\")", "json");
+    render_fail_each("list(" SRC ", \".\")", "top");
+    render_fail_each("list(" SRC ", \".\")", "json");
 }
 
 int main(void)
@@ -719,6 +951,9 @@ int main(void)
         cmocka_unit_test(test_granularity_names),
         cmocka_unit_test(test_granularity_query),
         cmocka_unit_test(test_granularity_errors),
+        cmocka_unit_test(test_list_text),
+        cmocka_unit_test(test_list_json),
+        cmocka_unit_test(test_list_profile),
         cmocka_unit_test(test_views_wire),
         cmocka_unit_test(test_out_of_memory),
         cmocka_unit_test(test_render_out_of_memory),
