@@ -31,6 +31,7 @@
 ** filter ran after the engine (filtered false), else it is rebuilt from
 ** ids and the values at the end.
 */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -1110,10 +1111,47 @@ static int groups_filter(gset *s, const em_pchain *ch)
 
 /* ---- diffs ----------------------------------------------------------------------- */
 
+/* What side G's samples summed to before its filters, signed (pprof's
+** -normalize sums them as it reads the files, before any filter). */
+static int64_t side_total(const wgroup *g)
+{
+    int64_t sum = 0;
+
+    if (g == NULL)
+        return 0;
+    if (g->has_whole)
+        return g->whole;
+    for (size_t i = 0; i < g->prof.nstacks; i++)
+        sum = em_add_wrap(sum, g->prof.stacks[i].value);
+    return sum;
+}
+
+/* normalize(D): the ratio that brings target T's total to base B's, 0
+** when the target has none (pprof's Profile.Normalize). */
+static double norm_ratio(const wgroup *b, const wgroup *t)
+{
+    int64_t tt = side_total(t);
+
+    return tt == 0 ? 0 : (double)side_total(b) / (double)tt;
+}
+
+/* V times R, rounded half away from zero (Go's math.Round, as pprof's
+** ScaleN rounds each sample), kept within int64. */
+static int64_t scale_value(int64_t v, double r)
+{
+    double x = round((double)v * r);
+
+    if (x >= 9.2233720368547758e18)
+        return INT64_MAX;
+    if (x <= -9.2233720368547758e18)
+        return INT64_MIN;
+    return (int64_t)x;
+}
+
 /* Joins base B and target T (either may be NULL: empty) by stack id into
-** the diff group G. */
+** the diff group G, the target's values times RATIO (1: as they are). */
 static int diff_join(const char *type, const wgroup *b, const wgroup *t,
-                     wgroup *g)
+                     double ratio, wgroup *g)
 {
     size_t nb = b != NULL ? b->prof.nstacks : 0;
     size_t nt = t != NULL ? t->prof.nstacks : 0, i = 0, j = 0, k = 0;
@@ -1135,6 +1173,8 @@ static int diff_join(const char *type, const wgroup *b, const wgroup *t,
         int64_t vb = i < nb && ib <= it ? b->prof.stacks[i].value : 0;
         int64_t vt = j < nt && it <= ib ? t->prof.stacks[j].value : 0;
         copier *c = j < nt && it <= ib ? &ct : &cb;  /* target's frames */
+        if (ratio != 1)
+            vt = scale_value(vt, ratio);
         size_t from = c == &ct ? j : i;
         rc = copier_frames(c, &g->prof, from);
         if (rc == EMBER_OK)
@@ -1173,7 +1213,7 @@ static int diff_group(const em_plan *p, const char *type, const wgroup *b,
     if (rc == EMBER_OK)
         g->nlabels = side->nlabels;
     if (rc == EMBER_OK)
-        rc = diff_join(type, b, t, g);
+        rc = diff_join(type, b, t, p->normalize ? norm_ratio(b, t) : 1, g);
     if (rc == EMBER_OK)
         rc = em_merged_make(NULL, NULL, 0, side->merged, &g->merged);
     if (rc == EMBER_OK)

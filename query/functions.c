@@ -13,6 +13,8 @@ static const em_fn_info fns[] = {
                       EMBER_RESULT_PROFILE },
     [EM_FN_DIFF] = { "diff", "two profiles (base, target)", 2, 2, false,
                      EMBER_RESULT_DIFF },
+    [EM_FN_NORMALIZE] = { "normalize", "a diff", 1, 1, false,
+                          EMBER_RESULT_DIFF },
     [EM_FN_FOCUS] = { "focus", "a profile and a regex string", 2, 2, false,
                       EMBER_RESULT_PROFILE },
     [EM_FN_IGNORE] = { "ignore", "a profile and a regex string", 2, 2, false,

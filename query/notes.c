@@ -244,6 +244,7 @@ static int resolve_node(tctx *c, em_node *n, bool profile)
     switch (n->u.call.fn) {
     case EM_FN_MERGE:
     case EM_FN_DIFF:
+    case EM_FN_NORMALIZE:
         profile = true;
         break;
     case EM_FN_FOCUS:

@@ -309,6 +309,7 @@ static int op_count(pctx *c, const em_node *n, size_t *out)
 
 static int plan_pexpr(pctx *c, const em_node *n, em_plan *p);
 static int plan_granularity(pctx *c, const em_node *n, em_plan *p);
+static int plan_normalize(pctx *c, const em_node *n, em_plan *p);
 
 /* Adds stack filter OP (a focus, ignore, hide, show or top over P) to P:
 ** to its chain, or for a diff to both sides while that commutes (a focus
@@ -468,6 +469,25 @@ static int plan_granularity(pctx *c, const em_node *n, em_plan *p)
     return EMBER_OK;
 }
 
+/* normalize(D): D with its target scaled to its base's total, pprof's
+** -normalize, which scales before any filter (so wherever it is written
+** around the diff, the totals are those of the whole sides). */
+static int plan_normalize(pctx *c, const em_node *n, em_plan *p)
+{
+    const em_node *arg = n->u.call.args[0];
+    int rc;
+
+    if (!is_profile_arg(arg))
+        return arg_error(c, n, 0, NULL);
+    if ((rc = plan_pexpr(c, arg, p)) != EMBER_OK)
+        return rc;
+    if (p->kind != EMBER_RESULT_DIFF)
+        return arg_error(c, n, 0, "is a profile: normalize scales a diff's "
+                         "target to its base's total");
+    p->normalize = true;
+    return EMBER_OK;
+}
+
 /* A profile-valued expression N into P (zeroed by the caller). */
 static int plan_pexpr(pctx *c, const em_node *n, em_plan *p)
 {
@@ -496,6 +516,8 @@ static int plan_pexpr(pctx *c, const em_node *n, em_plan *p)
         return plan_filter(c, n, p);
     case EM_FN_GRANULARITY:
         return plan_granularity(c, n, p);
+    case EM_FN_NORMALIZE:
+        return plan_normalize(c, n, p);
     case EM_FN_PEEK:
     case EM_FN_LIST:
         return em_query_error(c->text, n->pos, "%s shows a profile as "

@@ -83,6 +83,8 @@ struct em_plan {
     int granularity;            /* PROFILE, DIFF: EM_GRAN_* of the names
                                 ** (granularity(P, "lines")) */
     bool gran_given;            /* granularity() was written */
+    bool normalize;             /* DIFF: the target scaled to the base's
+                                ** total (pprof's -normalize) */
     /* TABLE */
     const char *name;           /* label_values' label, borrowed */
     bool has_sel;               /* a: its selector given (type, matchers) */

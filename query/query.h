@@ -142,6 +142,7 @@ typedef enum em_node_kind {
 typedef enum em_fn {
     EM_FN_MERGE = 1,        /* merge [by|without (l...)] (P): profile(s) */
     EM_FN_DIFF,             /* diff(BASE, TARGET): diff profile(s) */
+    EM_FN_NORMALIZE,        /* normalize(D): D's target at its base's total */
     EM_FN_FOCUS,            /* focus(P, "re"): stacks through a match */
     EM_FN_IGNORE,           /* ignore(P, "re"): stacks through none */
     EM_FN_HIDE,             /* hide(P, "re"): drop matching frames */

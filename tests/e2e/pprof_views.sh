@@ -19,6 +19,9 @@
 #   are this checkout's and Go's own, and on the committed one where pprof
 #   can read the sources it names (where it cannot, both say so under
 #   the same headers).
+# - normalize(diff(A, B)): written with -o pprof, go tool pprof -top of it
+#   has the rows (flat and cum) of `go tool pprof -top -diff_base=A
+#   -normalize B`, on the committed profile and the one recorded now.
 #
 # Over the committed CPU profile tests/data/pprof/cpu.pb.gz (go 1.19). The
 # query names the type by its short name, `cpu`, as -sample_index=cpu
@@ -204,6 +207,36 @@ grep -q "^ *[0-9.a-z]* *[0-9.a-z]* *[0-9]*:func fib(n int) int {" "$tmp/got" ||
     fail "list(cpu, \".\") on $gen shows no line of tests/go/profgen/main.go"
 same_list "$tmp/gendb" "$gen" 'main\.' '--unit ms' '-unit=ms'
 same_list "$tmp/gendb" "$gen" 'main\.(fib|work)' '--cum' '-cum'
+
+# ---- normalize ------------------------------------------------------------------
+
+ndb=$tmp/ndb
+$EMBER import -d "$ndb" -l side=base "$prof" > "$tmp/imp" 2>&1 &&
+    $EMBER import -d "$ndb" -l side=target "$gen" >> "$tmp/imp" 2>&1 ||
+    die "ember import: $(cat "$tmp/imp")"
+# same_diff INDEX BASE TARGET [QUERY_FLAGS]
+same_diff() {
+    checks=$((checks + 1))
+    $EMBER query -d "$ndb" -o pprof "normalize(diff($1{side=\"$2\"}, \
+        $1{side=\"$3\"}))" > "$tmp/n.pb.gz" 2> "$tmp/err" ||
+        { fail "normalize: $(cat "$tmp/err")"; return 0; }
+    base=$prof
+    target=$gen
+    if [ "$2" = target ]; then base=$gen; target=$prof; fi
+    pc_top -sample_index="$1" "$tmp/n.pb.gz" | pc_rows > "$tmp/got"
+    pc_top -sample_index="$1" -diff_base="$base" -normalize "$target" |
+        pc_rows > "$tmp/want"
+    pc_top -sample_index="$1" -diff_base="$base" "$target" | pc_rows \
+        > "$tmp/plain"
+    if cmp -s "$tmp/want" "$tmp/plain"; then
+        fail "normalize: -normalize changed nothing to compare"
+    fi
+    pc_same "$tmp/want" "$tmp/got" "normalize(diff($1 $2, $3))" ||
+        failures=$((failures + 1))
+}
+same_diff cpu base target
+same_diff cpu target base
+same_diff samples base target
 
 [ "$failures" = 0 ] || { echo "pprof_views: $failures of $checks differ" >&2; exit 1; }
 echo "pprof_views: ok ($checks views equal go tool pprof's)"

@@ -867,6 +867,51 @@ static void test_list_profile(void **state)
     ember_result_free(r);
 }
 
+/* ---- normalize ------------------------------------------------------------------------ */
+
+static void test_normalize(void **state)
+{
+    ember_result *r;
+    const em_rprofile *p;
+    const char *m;
+
+    (void)state;
+    /* p1's total is 25, p0's 42: p0's values times 25/42, rounded as
+    ** pprof's ScaleN rounds (half away from zero) */
+    r = query("normalize(diff(" SYN "{pod=\"p1\"}, " SYN "{pod=\"p0\"}))");
+    p = &r->groups[0].prof;
+    assert_true(p->diff);
+    assert_int_equal(key_value(p, "c;b;a;main"), 6);        /* 5.95 */
+    assert_int_equal(key_value(p, "b;a;b;main"), 12);       /* 11.90 */
+    assert_int_equal(key_value(p, "d;main"), 3);            /* 2.98 */
+    assert_int_equal(key_value(p, "b;x"), 4);               /* 4.17 */
+    assert_int_equal(key_sum(p, "c;b;a;main", true), 4);    /* the base stays */
+    assert_int_equal(prof_sum(p), 25);
+    ember_result_free(r);
+    /* the totals are the sides' before any filter, as pprof normalizes
+    ** as it reads the files; so is a focus inside the sides */
+    r = query("focus(normalize(diff(" SYN "{pod=\"p1\"}, " SYN
+              "{pod=\"p0\"})), \"^c$\")");
+    assert_int_equal(key_value(&r->groups[0].prof, "c;b;a;main"), 6);
+    assert_int_equal(r->groups[0].prof.nstacks, 1);
+    ember_result_free(r);
+    r = query("normalize(diff(focus(" SYN "{pod=\"p1\"}, \"^c$\"), focus("
+              SYN "{pod=\"p0\"}, \"^c$\")))");
+    assert_int_equal(key_value(&r->groups[0].prof, "c;b;a;main"), 6);
+    ember_result_free(r);
+    /* an empty base: nothing to scale to, the target is all 0 */
+    r = query("normalize(diff(" SYN "{pod=\"p9\"}, " SYN "{pod=\"p0\"}))");
+    assert_int_equal(prof_sum(&r->groups[0].prof), 0);
+    ember_result_free(r);
+    m = query_fails("normalize(" SYN ")", EMBER_EINVAL);
+    assert_non_null(strstr(m, "normalize expects a diff: argument 1 is a "
+                           "profile: normalize scales a diff's target to its "
+                           "base's total"));
+    m = query_fails("diff(normalize(diff(" SYN ", " SYN ")), " SYN ")",
+                    EMBER_EINVAL);
+    assert_non_null(strstr(m, "argument 1 is a diff"));
+}
+
 /* ---- allocation failure ------------------------------------------------------------- */
 
 static void fail_each(const char *text)
@@ -901,6 +946,7 @@ static void test_out_of_memory(void **state)
               "\"lines\")");
     fail_each("diff(cpu{worker=\"sort\"}, granularity(cpu, \"files\"))");
     fail_each("list(merge by (worker) (cpu), \"fib\")");
+    fail_each("normalize(diff(merge by (pod) (" SYN "), " SYN "{pod=\"p0\"}))");
 }
 
 /* Renders R in FORMAT failing the Nth allocation for every N. */
@@ -954,6 +1000,7 @@ int main(void)
         cmocka_unit_test(test_list_text),
         cmocka_unit_test(test_list_json),
         cmocka_unit_test(test_list_profile),
+        cmocka_unit_test(test_normalize),
         cmocka_unit_test(test_views_wire),
         cmocka_unit_test(test_out_of_memory),
         cmocka_unit_test(test_render_out_of_memory),
