@@ -35,51 +35,73 @@
 #define PEEK_LEGEND "      flat  flat%   sum%        cum   cum%   calls " \
                     "calls% + context \t \t \n"
 
+/* A node's edges one way: edge indices grouped by node (a counting sort),
+** each group sorted when its node is shown. */
+typedef struct adj {
+    uint32_t *idx;              /* edge indices, grouped by node */
+    size_t *start;              /* node n's: idx[start[n] .. start[n+1]) */
+} adj;
+
 typedef struct peek {
     em_graph g;
     em_regex *re;
-    uint32_t *in, *out;         /* edge indices by callee, by caller */
+    adj in, out;                /* by callee, by caller */
     const char *unit, *out_unit;
     int64_t total;
 } peek;
 
-/* qsort takes no context: the graph being sorted, per thread. */
+/* qsort takes no context: the graph and the side being sorted. */
 static _Thread_local const em_graph *sort_graph;
+static _Thread_local bool sort_in;
 
-static int edge_cmp(const em_graph_edge *x, const em_graph_edge *y,
-                    uint32_t xo, uint32_t yo)
+/* By |weight| descending, then the other end's name. */
+static int edge_cmp(const void *a, const void *b)
 {
+    const em_graph_edge *x = &sort_graph->edges[*(const uint32_t *)a];
+    const em_graph_edge *y = &sort_graph->edges[*(const uint32_t *)b];
     uint64_t wx = em_abs64(x->weight), wy = em_abs64(y->weight);
 
     if (x->weight != y->weight && wx != wy)
         return wx > wy ? -1 : 1;
-    return strcmp(em_strtab_get(&sort_graph->p->names, xo),
-                  em_strtab_get(&sort_graph->p->names, yo));
+    return strcmp(em_strtab_get(&sort_graph->p->names,
+                                sort_in ? x->src : x->dst),
+                  em_strtab_get(&sort_graph->p->names,
+                                sort_in ? y->src : y->dst));
 }
 
-/* Into a node (by callee), then by weight and the caller's name. */
-static int in_cmp(const void *a, const void *b)
+/* Groups G's edges by callee (IN) or caller into A. */
+static int adj_build(adj *a, const em_graph *g, bool in)
 {
-    const em_graph_edge *x = &sort_graph->edges[*(const uint32_t *)a];
-    const em_graph_edge *y = &sort_graph->edges[*(const uint32_t *)b];
-
-    if (x->dst != y->dst)
-        return x->dst < y->dst ? -1 : 1;
-    return edge_cmp(x, y, x->src, y->src);
+    a->idx = em_malloc(g->nedges * sizeof *a->idx + 1);
+    a->start = em_calloc((size_t)g->nfn + 2, sizeof *a->start);
+    if (a->idx == NULL || a->start == NULL)
+        return em_err(EMBER_ENOMEM, "peek: %zu edges", g->nedges);
+    for (size_t i = 0; i < g->nedges; i++)
+        a->start[(in ? g->edges[i].dst : g->edges[i].src) + 2]++;
+    for (size_t n = 2; n < (size_t)g->nfn + 2; n++)
+        a->start[n] += a->start[n - 1];
+    for (size_t i = 0; i < g->nedges; i++)  /* start[n + 1]: n's next slot */
+        a->idx[a->start[(in ? g->edges[i].dst : g->edges[i].src) + 1]++] =
+            (uint32_t)i;
+    return EMBER_OK;
 }
 
-/* Out of a node (by caller), then by weight and the callee's name. */
-static int out_cmp(const void *a, const void *b)
+/* Node FN's edges in A, sorted for showing: *N of them. */
+static const uint32_t *adj_sorted(const adj *a, const em_graph *g, bool in,
+                                  uint32_t fn, size_t *n)
 {
-    const em_graph_edge *x = &sort_graph->edges[*(const uint32_t *)a];
-    const em_graph_edge *y = &sort_graph->edges[*(const uint32_t *)b];
+    uint32_t *v = a->idx + a->start[fn];
 
-    if (x->src != y->src)
-        return x->src < y->src ? -1 : 1;
-    return edge_cmp(x, y, x->dst, y->dst);
+    *n = a->start[fn + 1] - a->start[fn];
+    sort_graph = g;
+    sort_in = in;
+    if (*n > 1)
+        qsort(v, *n, sizeof *v, edge_cmp);
+    sort_graph = NULL;
+    return v;
 }
 
-/* The graph of P, its rows sorted, its edges indexed both ways, and the
+/* The graph of P, its rows sorted, its edges grouped both ways, and the
 ** view's regex RE compiled. */
 static int peek_init(peek *k, const em_rprofile *p, const em_render_opts *o,
                      const char *re)
@@ -88,21 +110,11 @@ static int peek_init(peek *k, const em_rprofile *p, const em_render_opts *o,
 
     memset(k, 0, sizeof *k);
     if ((rc = em_graph_init(&k->g, p)) != EMBER_OK ||
-        (rc = em_render_view_regex(re, &k->re)) != EMBER_OK)
+        (rc = em_render_view_regex(re, &k->re)) != EMBER_OK ||
+        (rc = adj_build(&k->in, &k->g, true)) != EMBER_OK ||
+        (rc = adj_build(&k->out, &k->g, false)) != EMBER_OK)
         return rc;
     em_graph_sort(&k->g, o->cum_sort);
-    k->in = em_malloc(k->g.nedges * sizeof *k->in + 1);
-    k->out = em_malloc(k->g.nedges * sizeof *k->out + 1);
-    if (k->in == NULL || k->out == NULL)
-        return em_err(EMBER_ENOMEM, "peek: %zu edges", k->g.nedges);
-    for (size_t i = 0; i < k->g.nedges; i++)
-        k->in[i] = k->out[i] = (uint32_t)i;
-    sort_graph = &k->g;
-    if (k->g.nedges > 1) {
-        qsort(k->in, k->g.nedges, sizeof *k->in, in_cmp);
-        qsort(k->out, k->g.nedges, sizeof *k->out, out_cmp);
-    }
-    sort_graph = NULL;
     k->unit = p->unit;
     k->total = em_graph_total(p, o->relative);
     k->out_unit = o->unit == NULL || strcmp(o->unit, "minimum") == 0 ?
@@ -114,34 +126,10 @@ static void peek_free(peek *k)
 {
     em_graph_free(&k->g);
     em_regex_free(k->re);
-    em_free(k->in);
-    em_free(k->out);
-}
-
-/* The edges of node FN in ORDER (k->in or k->out): *N of them from the
-** returned index. */
-static size_t edges_of(const peek *k, const uint32_t *order, bool in,
-                       uint32_t fn, size_t *n)
-{
-    size_t lo = 0, hi = k->g.nedges, first;
-
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        const em_graph_edge *e = &k->g.edges[order[mid]];
-        if ((in ? e->dst : e->src) < fn)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    first = lo;
-    while (lo < k->g.nedges) {
-        const em_graph_edge *e = &k->g.edges[order[lo]];
-        if ((in ? e->dst : e->src) != fn)
-            break;
-        lo++;
-    }
-    *n = lo - first;
-    return first;
+    em_free(k->in.idx);
+    em_free(k->in.start);
+    em_free(k->out.idx);
+    em_free(k->out.start);
 }
 
 static bool row_matches(const peek *k, const em_graph_row *r)
@@ -151,13 +139,15 @@ static bool row_matches(const peek *k, const em_graph_row *r)
 
 /* ---- text ------------------------------------------------------------------------ */
 
-static void edges_print(FILE *f, const peek *k, const uint32_t *order,
-                        bool in, const em_graph_row *r)
+static void edges_print(FILE *f, const peek *k, bool in,
+                        const em_graph_row *r)
 {
     char v[EM_VALUE_MAX], pct[16];
-    size_t n, first = edges_of(k, order, in, r->fn, &n);
+    size_t n;
+    const uint32_t *order = adj_sorted(in ? &k->in : &k->out, &k->g, in,
+                                       r->fn, &n);
 
-    for (size_t i = first; i < first + n; i++) {
+    for (size_t i = 0; i < n; i++) {
         const em_graph_edge *e = &k->g.edges[order[i]];
         fprintf(f, "%50s %s |   ",
                 em_format_value_as(e->weight, k->unit, k->out_unit, v),
@@ -200,9 +190,9 @@ int em_render_peek(FILE *f, const em_rprofile *p, const em_render_opts *o,
             continue;
         sum = em_add_wrap(sum, r->flat);
         fputs(PEEK_SEP, f);
-        edges_print(f, &k, k.in, true, r);
+        edges_print(f, &k, true, r);
         node_print(f, &k, r, sum);
-        edges_print(f, &k, k.out, false, r);
+        edges_print(f, &k, false, r);
     }
     if (k.g.nrows > 0)
         fputs(PEEK_SEP, f);
@@ -220,15 +210,17 @@ static void json_put(void *ctx, const char *s, size_t n)
     fwrite(s, 1, n, ctx);
 }
 
-static void edges_json(FILE *f, const peek *k, const uint32_t *order,
-                       bool in, const em_graph_row *r)
+static void edges_json(FILE *f, const peek *k, bool in,
+                       const em_graph_row *r)
 {
-    size_t n, first = edges_of(k, order, in, r->fn, &n);
+    size_t n;
+    const uint32_t *order = adj_sorted(in ? &k->in : &k->out, &k->g, in,
+                                       r->fn, &n);
 
     fputs(in ? ",\"callers\":[" : ",\"callees\":[", f);
-    for (size_t i = first; i < first + n; i++) {
+    for (size_t i = 0; i < n; i++) {
         const em_graph_edge *e = &k->g.edges[order[i]];
-        fputs(i > first ? ",{\"name\":" : "{\"name\":", f);
+        fputs(i > 0 ? ",{\"name\":" : "{\"name\":", f);
         em_json_string(em_strtab_get(&k->g.p->names, in ? e->src : e->dst),
                        json_put, f);
         fprintf(f, ",\"value\":%" PRId64 ",\"inline\":%s}", e->weight,
@@ -254,8 +246,8 @@ int em_render_peek_json(FILE *f, const em_rprofile *p,
         fputs(shown++ > 0 ? ",\n{\"name\":" : "\n{\"name\":", f);
         em_json_string(r->name, json_put, f);
         fprintf(f, ",\"flat\":%" PRId64 ",\"cum\":%" PRId64, r->flat, r->cum);
-        edges_json(f, &k, k.in, true, r);
-        edges_json(f, &k, k.out, false, r);
+        edges_json(f, &k, true, r);
+        edges_json(f, &k, false, r);
         fputc('}', f);
     }
     fputs(shown > 0 ? "\n]" : "]", f);
