@@ -102,6 +102,16 @@ int em_bbuild_series(em_bbuild *b, uint32_t type, const uint32_t *names,
 ** not overlap (each chunk's min time above the previous one's max time). */
 int em_bbuild_chunk(em_bbuild *b, em_codec *c, uint32_t series,
                     const em_chunk_profile *ps, size_t np);
+/* A series' profiles as a block keeps them: NP profiles of SERIES sorted
+** by time, cut into chunks of at most EM_BLOCK_CHUNK_PROFILES profiles
+** and about EM_BLOCK_CHUNK_SAMPLES samples (one profile more when it alone
+** is larger), profiles of one time in one chunk. A query whose range ends
+** inside a chunk decodes all of it, so a chunk must not span hours of a
+** busy series. */
+#define EM_BLOCK_CHUNK_PROFILES 4096u
+#define EM_BLOCK_CHUNK_SAMPLES 65536u
+int em_bbuild_series_chunks(em_bbuild *b, em_codec *c, uint32_t series,
+                            const em_chunk_profile *ps, size_t np);
 /* Appends already encoded chunk bytes (a chunk of another block whose
 ** stack ids mean the same nodes here), checked as em_chunk_header_read. */
 int em_bbuild_chunk_raw(em_bbuild *b, uint32_t series, const uint8_t *chunk,

@@ -628,6 +628,26 @@ int em_bbuild_chunk(em_bbuild *b, em_codec *c, uint32_t series,
     return rc;
 }
 
+int em_bbuild_series_chunks(em_bbuild *b, em_codec *c, uint32_t series,
+                            const em_chunk_profile *ps, size_t np)
+{
+    int rc = EMBER_OK;
+
+    for (size_t at = 0; at < np && rc == EMBER_OK;) {
+        size_t k = 1;
+        uint64_t ns = ps[at].n;
+        while (at + k < np && k < EM_BLOCK_CHUNK_PROFILES &&
+               ns + ps[at + k].n <= EM_BLOCK_CHUNK_SAMPLES)
+            ns += ps[at + k++].n;
+        while (at + k < np && k > 1 &&    /* chunks' times must not meet */
+               ps[at + k].time_ms == ps[at + k - 1].time_ms)
+            k--;
+        rc = em_bbuild_chunk(b, c, series, ps + at, k);
+        at += k;
+    }
+    return rc;
+}
+
 /* Checks that the stacks of a whole chunk name nodes of this block. */
 static int chunk_nodes_check(const em_bbuild *b, const uint8_t *chunk,
                              size_t len, const em_chunk_header *h)

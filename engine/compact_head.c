@@ -303,10 +303,6 @@ static int gather_add(cut *c, gather *g, const em_chunk_profile *p)
     return EMBER_OK;
 }
 
-/* The biggest chunk a block gets: below the codec's limits with room. */
-#define CUT_CHUNK_PROFILES 65536u
-#define CUT_CHUNK_SAMPLES (EM_CHUNK_MAX_SAMPLES / 4)
-
 static int prof_time_cmp(const void *a, const void *b)
 {
     int64_t x = ((const em_chunk_profile *)a)->time_ms;
@@ -317,23 +313,10 @@ static int prof_time_cmp(const void *a, const void *b)
 /* Writes G's profiles as block series SERIES's chunks, in time order. */
 static int gather_flush(cut *c, gather *g, uint32_t series)
 {
-    size_t at = 0;
-    int rc = EMBER_OK;
+    int rc;
 
     qsort(g->p, g->n, sizeof *g->p, prof_time_cmp);
-    while (at < g->n && rc == EMBER_OK) {
-        size_t k = 0;
-        uint64_t ns = 0;
-        while (at + k < g->n && k < CUT_CHUNK_PROFILES &&
-               (k == 0 || ns + g->p[at + k].n <= CUT_CHUNK_SAMPLES))
-            ns += g->p[at + k++].n;
-        /* a chunk's times must not meet the next one's */
-        while (at + k < g->n && k > 1 &&
-               g->p[at + k].time_ms == g->p[at + k - 1].time_ms)
-            k--;
-        rc = em_bbuild_chunk(c->b, c->codec, series, g->p + at, k);
-        at += k;
-    }
+    rc = em_bbuild_series_chunks(c->b, c->codec, series, g->p, g->n);
     gather_clear(g);
     return rc;
 }

@@ -11,7 +11,8 @@
 ** location with its mapping and functions), so a record is read once.
 ** The output goes series by series: a series' chunks from every input,
 ** in time order, decoded, mapped, filtered, then bucketed or not, and
-** encoded into chunks of at most REWRITE_CHUNK profiles. Memory: the
+** encoded into chunks as blocks keep them (em_bbuild_series_chunks).
+** Memory: the
 ** symbols of the inputs and output, and of the series being written, the
 ** profiles no later input chunk can reach are written out once it holds
 ** REWRITE_HOLD samples: a series costs that much and one input chunk
@@ -22,7 +23,6 @@
 
 #include "engine/compact.h"
 
-#define REWRITE_CHUNK 4096u
 /* Samples of one output series held before the profiles no later input
 ** chunk can reach are written out (about 64 MB with their profiles). */
 #define REWRITE_HOLD (1u << 22)
@@ -460,14 +460,8 @@ static int pend_write(rw *w, pend *d, size_t n, uint32_t series)
         ps[i].stacks = d->st + off;
         ps[i].values = d->v + off;
     }
-    for (size_t at = 0; at < n && rc == EMBER_OK;) {
-        size_t k = n - at < REWRITE_CHUNK ? n - at : REWRITE_CHUNK;
-        while (at + k < n && k > 1 &&     /* chunks' times must not meet */
-               ps[at + k].time_ms == ps[at + k - 1].time_ms)
-            k--;
-        rc = em_bbuild_chunk(w->out, w->codec, series, ps + at, k);
-        at += k;
-    }
+    if (rc == EMBER_OK)
+        rc = em_bbuild_series_chunks(w->out, w->codec, series, ps, n);
     em_free(ps);
     return rc;
 }
