@@ -641,15 +641,17 @@ static int eng_diff(ember_db *db, const bq *q, answer *a)
     em_rprofile p[2];
     int rc, built = 0;
 
+    /* one snapshot: both merges name a stack the head and blocks both
+    ** hold by one id (union_count compares ids) */
+    rc = ember_snapshot_begin(db, &snap);
     sel_of(q, &s);
     s.from_ms -= q->offset_ms;
     s.to_ms -= q->offset_ms;
-    rc = ember_merge(db, &s, &m[0]);
+    if (rc == EMBER_OK)
+        rc = ember_snapshot_merge(snap, &s, &m[0]);
     sel_of(q, &s);
     if (rc == EMBER_OK)
-        rc = ember_merge(db, &s, &m[1]);
-    if (rc == EMBER_OK)
-        rc = ember_snapshot_begin(db, &snap);
+        rc = ember_snapshot_merge(snap, &s, &m[1]);
     for (; rc == EMBER_OK && built < 2; built++)
         rc = em_rprofile_build(db, m[built], CPU_TYPE, snap, &p[built]);
     if (rc == EMBER_OK) {

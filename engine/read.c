@@ -1344,24 +1344,21 @@ static int merge_finish(merge_acc *m, ember_merged **out)
     return EMBER_OK;
 }
 
-EMBER_API int ember_merge(ember_db *db, const ember_selector *sel,
-                          ember_merged **out)
+EMBER_API int ember_snapshot_merge(ember_snapshot *snap,
+                                   const ember_selector *sel,
+                                   ember_merged **out)
 {
-    ember_snapshot *snap = NULL;
     merge_acc m;
     query q;
     int rc;
 
-    if (out == NULL)
-        return em_err(EMBER_EINVAL, "ember_merge: NULL result");
+    if (out == NULL || snap == NULL)
+        return em_err(EMBER_EINVAL, "ember_snapshot_merge: NULL %s",
+                      out == NULL ? "result" : "snapshot");
     *out = NULL;
-    if ((rc = ember_snapshot_begin(db, &snap)) != EMBER_OK)
-        return rc;
     rc = query_begin_on(NULL, em_snapshot_rtxn(snap), sel, NULL, NULL, &q);
-    if (rc != EMBER_OK) {
-        ember_snapshot_end(snap);
+    if (rc != EMBER_OK)
         return rc;
-    }
     rc = merge_acc_init(&m, q.r);
     if (rc == EMBER_OK)
         rc = merge_acc_run(&m, &q);
@@ -1370,9 +1367,23 @@ EMBER_API int ember_merge(ember_db *db, const ember_selector *sel,
     merge_acc_free(&m);
     query_end(&q);
     if (rc == EMBER_OK)
-        (*out)->snap = snap;        /* the merge's now */
-    else
-        ember_snapshot_end(snap);
+        (*out)->snap = em_snapshot_ref(snap);
+    return rc;
+}
+
+EMBER_API int ember_merge(ember_db *db, const ember_selector *sel,
+                          ember_merged **out)
+{
+    ember_snapshot *snap = NULL;
+    int rc;
+
+    if (out == NULL)
+        return em_err(EMBER_EINVAL, "ember_merge: NULL result");
+    *out = NULL;
+    if ((rc = ember_snapshot_begin(db, &snap)) != EMBER_OK)
+        return rc;
+    rc = ember_snapshot_merge(snap, sel, out);
+    ember_snapshot_end(snap);
     return rc;
 }
 

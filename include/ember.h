@@ -457,6 +457,11 @@ EMBER_API int ember_snapshot_mapping(ember_snapshot *s, uint32_t id,
 /* String ID; *len (if not NULL) gets its length. NUL-terminated. */
 EMBER_API int ember_snapshot_string(ember_snapshot *s, uint32_t id,
                                     const char **str, size_t *len);
+/* ember_merge on snapshot S: merges made on one snapshot name each stack
+** by one id (the head and blocks may each store it), so two of them can
+** be compared id by id, as a diff does. The result holds S. */
+EMBER_API int ember_snapshot_merge(ember_snapshot *s, const ember_selector *sel,
+                                   ember_merged **out);
 
 /* ------------------------------------------------------------------------ */
 /* pprof out                                                                 */

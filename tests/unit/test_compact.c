@@ -255,6 +255,28 @@ static void test_same_answers(void **state)
 }
 
 /* An id from before a compaction is refused after it. */
+/* The stack appended at T0 (now in a block) and again at T0 + 1 min (in
+** the head): merges of each minute on one snapshot name it by one id. */
+static void same_ids(ember_db *db)
+{
+    ember_selector a = { .sz = sizeof a, .type = CPU, .from_ms = T0,
+                         .to_ms = T0 }, b = a;
+    ember_snapshot *snap;
+    ember_merged *ma, *mb;
+    const uint32_t *sa, *sb;
+
+    b.from_ms = b.to_ms = T0 + MIN_MS;
+    assert_int_equal(ember_snapshot_begin(db, &snap), EMBER_OK);
+    assert_int_equal(ember_snapshot_merge(snap, &b, &mb), EMBER_OK);
+    assert_int_equal(ember_snapshot_merge(snap, &a, &ma), EMBER_OK);
+    ember_snapshot_end(snap);           /* the merges hold it */
+    assert_int_equal(ember_merged_samples(ma, &sa, NULL), 1);
+    assert_int_equal(ember_merged_samples(mb, &sb, NULL), 1);
+    assert_int_equal(sa[0], sb[0]);
+    ember_merged_free(ma);
+    ember_merged_free(mb);
+}
+
 static void test_stale_ids(void **state)
 {
     char *dir = tu_tmpdir("compact_ids");
@@ -276,6 +298,7 @@ static void test_stale_ids(void **state)
     p = tu_profile(CPU, &l, 1, T0 + MIN_MS, &s, 1);
     assert_int_equal(ember_append(db, &p), EMBER_OK);
     assert_int_equal(tu_verify(db), 0);
+    same_ids(db);
     ember_close(db);
     tu_rmdir(dir);
 }
