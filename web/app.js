@@ -319,6 +319,7 @@
 
   function chart(doc, r) {
     const box = $('chart'), note = $('chartnote');
+    ember.lastSeries = { doc, r };
     if (ember.chart) { ember.chart.destroy(); ember.chart = null; }
     box.textContent = '';
     if (!doc || !doc.series) { note.hidden = true; return; }
@@ -345,6 +346,7 @@
     }
     const opts = {
       width: Math.max(300, box.clientWidth), height: 150, series,
+      padding: [8, 8, 0, 0],
       scales: { x: { time: true, range: () => span } },
       axes: [{ stroke: fg, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid } },
              { stroke: fg, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid }, size: 64,
@@ -450,16 +452,18 @@
 
   /* ---- sandwich and source lines (the other views of issue 16) ----------- */
 
-  /* Queries the views need: callers(P, re) and callees(P, re) give
-   * profiles (the query language's, docs/query-language.md); the source
-   * lines of a function are asked as format=list of focus(P, re). A server
-   * without them answers 400, and the panel says "not available". */
+  /* Queries the views need (docs/query-language.md): callers(P, re) and
+   * callees(P, re) give profiles, the callers' drawn inverted (the
+   * function at the bottom, EmberFlame.invert); list(P, re) is pprof's
+   * -list, its text as format=top. A server without them answers 400:
+   * the sandwich is then computed here, the source lines are "not
+   * available". */
   function viewQueries(q, name) {
     const re = A.exactRe(name);
     return {
       callers: 'callers(' + q + ', ' + re + ')',
       callees: 'callees(' + q + ', ' + re + ')',
-      source: { query: 'focus(' + q + ', ' + re + ')', format: 'list' },
+      source: { query: 'list(' + q + ', ' + re + ')', format: 'top' },
     };
   }
 
@@ -506,6 +510,8 @@
       $('swnote').textContent = 'Computed in the page from the flame graph: this server ' +
         'has no callers() and callees() in its query language.';
     }
+    if (from === 'server' && got[0].doc && got[0].doc.kind === 'profile')
+      got[0] = { doc: window.EmberFlame.invert(got[0].doc) };
     ember.sandwich = { name, available: false, from, graphs: {} };
     parts.forEach(([what, id, flame], k) => {
       const el = $(id), g0 = got[k];
@@ -694,6 +700,14 @@
       rt = setTimeout(() => { fg.draw(); if (ember.chart) ember.chart.setSize({ width: $('chart').clientWidth, height: 150 }); }, 80);
     });
     new ResizeObserver(() => fg.draw()).observe($('flamebox'));
+    new ResizeObserver(() => {           // a scrollbar came or went
+      if (ember.chart && ember.chart.width !== $('chart').clientWidth)
+        ember.chart.setSize({ width: $('chart').clientWidth, height: 150 });
+    }).observe($('chartbox'));
+    matchMedia('(prefers-color-scheme: dark)').addEventListener('change', () => {
+      if (ember.lastSeries) chart(ember.lastSeries.doc, ember.lastSeries.r);
+      fg.draw();
+    });
   }
 
   /* Compare on: two ranges (halves of the current one to start with) or

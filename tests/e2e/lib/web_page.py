@@ -17,7 +17,11 @@ used as a person would, through W3C WebDriver (svg_click.py's client):
   5. a drag over the totals chart selects a range; Compare splits it in two
      ranges and draws a diff with change columns;
   6. the URL opened afresh gives the same view (query, zoom, search, what
-     was drawn).
+     was drawn);
+  7. a browser that prefers dark (emulated through chromedriver's CDP
+     door) gets the dark theme, the canvas too.
+The totals are stacked by a label (one band per value) before the first
+screenshot.
 
 usage: web_page.py URL --type TYPE --hottest NAME [--label L --value V]
          [--shots DIR] [--chromedriver PATH] [--chromium PATH]
@@ -167,8 +171,17 @@ def step_query(p, a):
     r = p.js("return ember.flame.rectOf(arguments[0]);", a.hottest)
     if not r or r["w"] < 2:
         raise Fail("%r is not drawn (rect %r)" % (a.hottest, r))
+    # the totals stacked by the label: one band per value
+    before = p.runs()
+    p.js("var s = document.getElementById('by'); s.value = arguments[0];"
+         "s.dispatchEvent(new Event('change'));", a.label)
+    p.wait_run(before, "the totals stacked by " + a.label)
+    bands = p.js("return ember.chart ? ember.chart.series.slice(1)"
+                 ".map(s => s.label) : [];")
+    if a.value not in bands or len(bands) < 2:
+        raise Fail("stacked by %s the chart has bands %r" % (a.label, bands))
     p.shot("page")
-    return v
+    return v, bands
 
 
 def step_zoom(p, a):
@@ -328,6 +341,23 @@ def step_link(p, url_before, v_before):
     return v
 
 
+def step_dark(p):
+    """7: a browser that prefers dark gets the dark theme, canvas too."""
+    p.d.s("POST", "/goog/cdp/execute", {
+        "cmd": "Emulation.setEmulatedMedia",
+        "params": {"features": [{"name": "prefers-color-scheme",
+                                 "value": "dark"}]}})
+    p.js("ember.flame.draw();")
+    dark = p.js("return [getComputedStyle(document.body).getPropertyValue("
+                "'--dark').trim(), getComputedStyle(document.body)"
+                ".backgroundColor, Array.from(ember.flame.ctx.getImageData("
+                "1, ember.flame.H * ember.flame.dpr - 2, 1, 1).data)];")
+    if dark[0] != "1" or sum(dark[2][:3]) > 3 * 80:
+        raise Fail("prefers-color-scheme: dark gave --dark=%r, body %r, "
+                   "canvas background %r" % tuple(dark))
+    p.shot("dark")
+
+
 def run(a):
     proc, d = start_chromedriver(a.chromedriver, free_port())
     try:
@@ -336,7 +366,7 @@ def run(a):
         d.s("POST", "/url", {"url": a.url})
         p.wait("window.ember && ember.flame && document.getElementById("
                "'type').options.length > 0", "the page's start")
-        v = step_query(p, a)
+        v, bands = step_query(p, a)
         name, z = step_zoom(p, a)
         hits, rows = step_search(p, a.search)
         shared = view(p)
@@ -344,10 +374,14 @@ def run(a):
         sw = step_sandwich(p, a.hottest)
         diff = step_compare(p)
         step_link(p, url, shared)
-        print("ok: %s drawn first (%d frames, %d nodes); clicked %r: zoomed "
+        step_dark(p)
+        print("ok: %s drawn first (%d frames, %d nodes); stacked by %s: "
+              "%d bands; clicked %r: zoomed "
               "%s, reset and back work; search %r: %d frames, %d rows; %s; "
-              "compare: %s drew %d nodes; the shared link gave the same view"
-              % (a.hottest, v["drawn"], v["nodes"], name, " > ".join(z),
+              "compare: %s drew %d nodes; the shared link gave the same view; "
+              "dark theme followed the browser"
+              % (a.hottest, v["drawn"], v["nodes"], a.label, len(bands),
+                 name, " > ".join(z),
                  a.search, hits, rows, sw, diff["query"][:60] + "...",
                  diff["drawn"]))
     finally:
