@@ -86,7 +86,7 @@
 
   function showControls(s) {
     $('q').value = s.q;
-    $('from').value = s.from; $('to').value = s.to;
+    $('from').value = shown(s.from); $('to').value = shown(s.to);
     $('preset').value = presetOf(s.from, s.to);
     setSelect($('by'), s.by);
     $('cmp').checked = !!s.cmp;
@@ -94,8 +94,8 @@
     $('cmpmode').value = s.cmp || 'range';
     $('cmpranges').hidden = s.cmp !== 'range';
     $('cmpqueries').hidden = s.cmp !== 'query';
-    $('bfrom').value = s.bfrom; $('bto').value = s.bto;
-    $('cfrom').value = s.cfrom; $('cto').value = s.cto;
+    $('bfrom').value = shown(s.bfrom); $('bto').value = shown(s.bto);
+    $('cfrom').value = shown(s.cfrom); $('cto').value = shown(s.cto);
     $('bq').value = s.bq;
     if (document.activeElement !== $('search')) $('search').value = s.s;
     $('main').className = s.v;
@@ -103,6 +103,12 @@
     for (const b of $('orient').children) b.classList.toggle('on', b.dataset.o === s.o);
     const t = typeOf(s.q);
     if (t && types.includes(t)) $('type').value = t;
+  }
+
+  /* A time for people: unix milliseconds (what a drag sets) as RFC 3339,
+   * which the server reads as well; anything else as it is. */
+  function shown(t) {
+    return /^\d{12,13}$/.test(t) ? new Date(Number(t)).toISOString() : t;
   }
 
   function setSelect(sel, v) {
@@ -624,7 +630,7 @@
       comp.at = (comp.at + (e.key === 'ArrowDown' ? 1 : comp.items.length - 1)) % comp.items.length;
       showComp();
       e.preventDefault();
-    } else if (e.key === 'Tab' || (e.key === 'Enter' && comp.at >= 0 && comp.explicit)) {
+    } else if (e.key === 'Tab') {                // Enter runs the query
       accept();
       e.preventDefault();
     } else if (e.key === 'Escape') {

@@ -11,10 +11,11 @@
  * still has a width.
  *
  * Drawing groups rectangles by color (one fillStyle per color, not per
- * node) and fills each with fillRect, which Skia rasterizes directly: one
+ * node) and fills each with fillRect, which Skia rasterizes directly (one
  * path of many rectangles per color looked cheaper in JavaScript but cost
- * a second to rasterize at 85,000 rectangles. It skips what is narrower
- * than half a pixel, and writes labels
+ * a second to rasterize at 85,000 rectangles); past PIXELS_FROM of them
+ * it writes their pixels into one ImageData instead. It skips what is
+ * narrower than half a pixel, and writes labels
  * only where they fit, cut by the width of a monospace character measured
  * once. Zoom is a node: it and its descendants span the width, its
  * ancestors are drawn whole above it (click one to go back up). Search
@@ -25,6 +26,7 @@
   const ROW = 18;                       // CSS pixels per level
   const PALETTE_N = 12;                 // warm colors by package
   const DIFF_N = 6;                     // shades each way for a diff
+  const PIXELS_FROM = 4000;             // more rectangles: drawn as pixels
 
   /* The levels answer as typed arrays per level, parents and totals. */
   function parse(doc) {
@@ -92,23 +94,39 @@
       bflat: new Float64Array(N), bcum: new Float64Array(N),
       seen: new Uint8Array(N),
     };
-    const L = data.levels;
-    for (let d = 1; d < L.length; d++) {
-      const lv = L[d];
-      for (let i = 0; i < lv.n; i++) {
-        const nm = lv.name[i];
+    const L = data.levels, first = firstKids(L), onPath = new Int32Array(N);
+    const sd = [0], si = [0];           // depth first; -d: leaving (d, i)
+    while (sd.length) {
+      const d = sd.pop(), i = si.pop();
+      if (d < 0) { onPath[L[-d].name[i]]--; continue; }
+      if (d > 0) {
+        const lv = L[d], nm = lv.name[i];
         F.seen[nm] = 1;
-        const t = data.diff ? lv.tt[i] : lv.w[i];
-        const s = data.diff ? lv.ts[i] : lv.self[i];
-        F.flat[nm] += s;
+        F.flat[nm] += data.diff ? lv.ts[i] : lv.self[i];
         if (data.diff) F.bflat[nm] += lv.bs[i];
-        if (!recursive(L, d, i, nm)) {
-          F.cum[nm] += t;
+        if (onPath[nm]++ === 0) {       // no caller of the same name
+          F.cum[nm] += data.diff ? lv.tt[i] : lv.w[i];
           if (data.diff) F.bcum[nm] += lv.bt[i];
         }
+        sd.push(-d); si.push(i);
       }
+      const nx = L[d + 1];
+      if (nx)
+        for (let c = first[d][i]; c >= 0 && c < nx.n && nx.parent[c] === i; c++) {
+          sd.push(d + 1); si.push(c);
+        }
     }
     return F;
+  }
+
+  /* Per level, each node's first child in the next level (-1: none): a
+   * node's children are the run from there whose parent is that node. */
+  function firstKids(L) {
+    return L.map((lv, d) => {
+      const first = new Int32Array(lv.n).fill(-1), nx = L[d + 1];
+      if (nx) for (let c = nx.n - 1; c >= 0; c--) first[nx.parent[c]] = c;
+      return first;
+    });
   }
 
   /* Whether an ancestor of node I of level D has the name NM. */
@@ -333,13 +351,47 @@
       const grey = dark ? '#3a3a3a' : '#e2e2e2';
       const buckets = new Map(), labels = [];
       const n = this._collect(buckets, labels, pal, grey);
-      for (const [color, rects] of buckets) {
-        ctx.fillStyle = color;
-        for (let k = 0; k < rects.length; k += 4)
-          ctx.fillRect(rects[k], rects[k + 1], rects[k + 2], rects[k + 3]);
+      if (n > PIXELS_FROM) {
+        this._pixels(buckets, css.getPropertyValue('--bg').trim() || '#fff');
+      } else {
+        for (const [color, rects] of buckets) {
+          ctx.fillStyle = color;
+          for (let k = 0; k < rects.length; k += 4)
+            ctx.fillRect(rects[k], rects[k + 1], rects[k + 2], rects[k + 3]);
+        }
       }
       this._labels(labels, css);
       this.lastDraw = { nodes: n, ms: performance.now() - t0, labels: labels.length / 4 };
+    }
+
+    /* Many rectangles written as pixels into one ImageData, put at once:
+     * at 85,000 rectangles fillRect's per-call cost and Skia's raster are
+     * most of a redraw, and a rectangle here is a few stores. Each keeps a
+     * one-pixel gap on its right when it is 3 pixels wide or more. */
+    _pixels(buckets, bg) {
+      const Wd = this.canvas.width, Hd = this.canvas.height, dpr = this.dpr;
+      if (!this._img || this._img.width !== Wd || this._img.height !== Hd) {
+        this._img = new ImageData(Wd, Hd);
+        this._px = new Uint32Array(this._img.data.buffer);
+      }
+      const px = this._px;
+      px.fill(rgba(bg));
+      for (const [color, r] of buckets) {
+        const c = rgba(color);
+        for (let k = 0; k < r.length; k += 4) {
+          const x0 = Math.max(0, Math.round(r[k] * dpr));
+          let x1 = Math.min(Wd, Math.round((r[k] + r[k + 2]) * dpr));
+          if (x1 - x0 >= 3) x1--;
+          else if (x1 <= x0) x1 = x0 + 1;
+          const y0 = Math.round(r[k + 1] * dpr), y1 = Math.min(Hd, Math.round((r[k + 1] + r[k + 3]) * dpr));
+          for (let y = y0; y < y1; y++) {
+            const row = y * Wd;
+            if (x1 - x0 > 16) px.fill(c, row + x0, row + x1);
+            else for (let x = row + x0, e = row + x1; x < e; x++) px[x] = c;
+          }
+        }
+      }
+      this.ctx.putImageData(this._img, 0, 0);
     }
 
     /* Rectangles by color and labels to write; returns nodes drawn. */
@@ -509,11 +561,7 @@
   function sandwich(data, name) {
     const L = data.levels, mk = () => ({ name: 'total', total: 0, self: 0, kids: new Map() });
     const up = mk(), down = mk();
-    const kids = L.map((lv, d) => {           // first child of each node
-      const first = new Int32Array(lv.n).fill(-1);
-      if (d + 1 < L.length) for (let c = L[d + 1].n - 1; c >= 0; c--) first[L[d + 1].parent[c]] = c;
-      return first;
-    });
+    const kids = firstKids(L);
     const nm = data.names.indexOf(name);
     for (let d = 1; d < L.length; d++) {
       for (let i = 0; i < L[d].n; i++) {
@@ -562,6 +610,31 @@
       for (let c = kids[e][j]; c >= 0 && c < L[e + 1].n && L[e + 1].parent[c] === j; c++)
         stack.push([e + 1, c, trieAdd(n, names[L[e + 1].name[c]], L[e + 1].w[c], L[e + 1].self[c])]);
     }
+  }
+
+  /* A CSS color of the page's ("#rrggbb", "hsl(h,s%,l%)") as the 32-bit
+   * pixel of an ImageData on this (little-endian) machine: ABGR. */
+  const rgbaCache = new Map();
+  function rgba(color) {
+    let v = rgbaCache.get(color);
+    if (v !== undefined) return v;
+    let r = 0, g = 0, b = 0, m;
+    if ((m = /^#([0-9a-f]{2})([0-9a-f]{2})([0-9a-f]{2})$/i.exec(color))) {
+      r = parseInt(m[1], 16); g = parseInt(m[2], 16); b = parseInt(m[3], 16);
+    } else if ((m = /^#([0-9a-f])([0-9a-f])([0-9a-f])$/i.exec(color))) {
+      r = 17 * parseInt(m[1], 16); g = 17 * parseInt(m[2], 16); b = 17 * parseInt(m[3], 16);
+    } else if ((m = /^hsl\(([\d.]+),([\d.]+)%,([\d.]+)%\)$/.exec(color))) {
+      const h = +m[1] / 360, s = +m[2] / 100, l = +m[3] / 100;
+      const q = l < 0.5 ? l * (1 + s) : l + s - l * s, p = 2 * l - q;
+      const f = (t) => {
+        t = t < 0 ? t + 1 : t > 1 ? t - 1 : t;
+        return t < 1 / 6 ? p + (q - p) * 6 * t : t < 1 / 2 ? q : t < 2 / 3 ? p + (q - p) * (2 / 3 - t) * 6 : p;
+      };
+      r = Math.round(255 * f(h + 1 / 3)); g = Math.round(255 * f(h)); b = Math.round(255 * f(h - 1 / 3));
+    }
+    v = ((255 << 24) | (b << 16) | (g << 8) | r) >>> 0;
+    rgbaCache.set(color, v);
+    return v;
   }
 
   function lowerBound(L, v) {          // first node whose end is past v
