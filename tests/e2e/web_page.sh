@@ -7,7 +7,8 @@
 #   - over HTTP: / and /ui/* answer with their content types, a strong
 #     ETag, Cache-Control: no-cache, a 304 to If-None-Match, the page's
 #     Content-Security-Policy; the page refers to nothing outside the
-#     server (no CDN: it works with no network); format=levels answers a
+#     server (no CDN: it works with no network), and loads without the
+#     token a --token-file server asks of the API; format=levels answers a
 #     profile and a diff as JSON whose totals are `ember query`'s, and a
 #     grouped result is a 400;
 #   - in the browser (tests/e2e/lib/web_page.py): a query typed with
@@ -100,6 +101,18 @@ python3 -c 'import json,sys; d = json.load(open(sys.argv[1])); assert d["kind"] 
 st=$(curl -s -o "$tmp/err" -w '%{http_code}' -G "$url/api/v1/query" -d format=levels \
   --data-urlencode "query=merge by (worker) ($type)")
 [ "$st" = 400 ] && grep -q 'one profile' "$tmp/err" || fail "levels of groups: $st $(cat "$tmp/err")"
+
+# with a token the page still loads (it holds no data), the API does not
+serve_stop
+printf 'page-token\n' > "$tmp/token"
+serve_start "$db" --listen tcp:0 --token-file "$tmp/token"
+st=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/")
+[ "$st" = 200 ] || fail "with a token, GET / gave $st"
+st=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/api/v1/types")
+[ "$st" = 401 ] || fail "with a token, the API without it gave $st"
+serve_stop
+serve_start "$db" --listen tcp:0
+url=http://127.0.0.1:$port
 
 # ---- in the browser -----------------------------------------------------------
 shots=${EMBER_WEB_SHOTS:-}

@@ -16,6 +16,9 @@ used as a person would, through W3C WebDriver (svg_click.py's client):
      no callers()/callees() yet (said in the output);
   5. a drag over the totals chart selects a range; Compare splits it in two
      ranges and draws a diff with change columns;
+  5b. the frame menu's "Source lines" shows list()'s text or says it is
+     not available; the download links answer pprof, svg and collapsed of
+     the page's query; Compare also diffs two queries;
   6. the URL opened afresh gives the same view (query, zoom, search, what
      was drawn);
   7. a browser that prefers dark (emulated through chromedriver's CDP
@@ -48,6 +51,11 @@ class Page:
 
     def js(self, script, *args):
         return self.d.js(script, *args)
+
+    def js_async(self, script, *args):
+        """SCRIPT calls its last argument with the answer."""
+        return self.d.s("POST", "/execute/async",
+                        {"script": script, "args": list(args)})
 
     def wait(self, cond, what, timeout=30):
         """Waits until the JS expression COND is truthy and the page is
@@ -297,6 +305,55 @@ def step_sandwich(p, name):
     return what
 
 
+def step_source(p, name):
+    """The source lines of a function from its menu: list()'s text, or
+    "not available" where the server has no list()."""
+    r = p.js("return ember.flame.rectOf(arguments[0]);", name)
+    p.click_at("#flame", r["x"] + min(r["w"] / 2, 20), r["y"] + r["h"] / 2,
+               button=2)
+    p.wait("!document.getElementById('menu').hidden", "the frame's menu")
+    p.d.click("#menu li[data-a=source]")
+    p.wait("document.getElementById('panel').open && "
+           "document.getElementById('pbody').dataset.state === 'ready' && "
+           "document.getElementById('ptitle').textContent.indexOf("
+           "'Source lines') === 0", "the source lines")
+    text = p.js("var pre = document.querySelector('#pbody pre');"
+                "return pre ? pre.textContent : null;")
+    na = p.js("return document.querySelectorAll('#pbody [data-na]')"
+              ".length;")
+    p.d.click("#pclose")
+    p.wait("!document.getElementById('panel').open", "the panel's close")
+    if text:
+        if name not in text:
+            raise Fail("the source lines do not name %r: %r" % (name,
+                                                                text[:200]))
+        return "source lines shown (%d lines)" % len(text.splitlines())
+    if na != 1:
+        raise Fail("the source panel shows neither lines nor 'not "
+                   "available'")
+    return "source lines not available on this server, said so"
+
+
+def step_downloads(p):
+    """The download links answer what they say, as the page's query."""
+    got = p.js_async("""var out = [], done = arguments[arguments.length - 1];
+      var as = document.querySelectorAll('#downloads a');
+      Promise.all([...as].map(a => fetch(a.href).then(r => r.arrayBuffer()
+        .then(b => out.push([a.dataset.f, r.status,
+                             r.headers.get('Content-Type'), b.byteLength,
+                             new URL(a.href).searchParams.get('query')])))))
+        .then(() => done(out));""")
+    query = p.js("return ember.last.query;")
+    for f, status, ctype, size, q in got:
+        want = {"pprof": "application/octet-stream", "svg": "image/svg+xml",
+                "collapsed": "text/plain"}[f]
+        if status != 200 or not ctype.startswith(want) or size < 100 or \
+                q != query:
+            raise Fail("download %s: %s %s, %d bytes, query %r (the page's "
+                       "is %r)" % (f, status, ctype, size, q, query))
+    return len(got)
+
+
 def step_compare(p):
     """5: a drag selects a range; Compare draws a diff of two ranges."""
     # the change search and sandwich made are not wanted here
@@ -325,6 +382,19 @@ def step_compare(p):
     if p.js("return ember.flame.lastDraw.nodes;") < 2:
         raise Fail("the diff drew nothing")
     p.shot("compare")
+    # two queries: the baseline typed under the bar, over the same range
+    before = p.runs()
+    p.js("var s = document.getElementById('cmpmode'); s.value = 'query';"
+         "s.dispatchEvent(new Event('change'));")
+    p.wait_run(before, "compare mode 'two queries'")
+    base = p.js("return ember.state.q;").replace("{}", '{worker="hash"}')
+    before = p.runs()
+    p.type_into("#bq", base + ENTER)
+    p.wait_run(before, "the baseline query")
+    q2 = p.js("return ember.last.query;")
+    if q2 != "diff(%s, %s)" % (base, p.js("return ember.state.q;")) or \
+            not p.js("return ember.flame.data.diff;"):
+        raise Fail("comparing two queries ran %r" % q2)
     return v
 
 
@@ -372,17 +442,21 @@ def run(a):
         shared = view(p)
         url = p.js("return location.href;")
         sw = step_sandwich(p, a.hottest)
+        src = step_source(p, a.hottest)
+        ndl = step_downloads(p)
         diff = step_compare(p)
         step_link(p, url, shared)
         step_dark(p)
         print("ok: %s drawn first (%d frames, %d nodes); stacked by %s: "
               "%d bands; clicked %r: zoomed "
               "%s, reset and back work; search %r: %d frames, %d rows; %s; "
-              "compare: %s drew %d nodes; the shared link gave the same view; "
-              "dark theme followed the browser"
+              "%s; %d downloads answer; compare: %s drew %d nodes, and two "
+              "queries; the shared link gave the same view; dark theme "
+              "followed the browser"
               % (a.hottest, v["drawn"], v["nodes"], a.label, len(bands),
                  name, " > ".join(z),
-                 a.search, hits, rows, sw, diff["query"][:60] + "...",
+                 a.search, hits, rows, sw, src, ndl,
+                 diff["query"][:60] + "...",
                  diff["drawn"]))
     finally:
         d.quit()
