@@ -92,6 +92,9 @@ typedef struct em_rewrite_opts {
     void *ctx;
     const char *dir;                /* DIR/blocks */
     int zstd_level;
+    /* Samples of a series held before what is final of it is written;
+    ** 0: the default (rewrite.c's REWRITE_HOLD). Tests set it small. */
+    uint64_t hold_samples;
 } em_rewrite_opts;
 
 /* Writes the block O->id holding what O keeps of the NIN blocks IN (only

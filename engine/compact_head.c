@@ -384,46 +384,33 @@ static int window_chunk(cut *c, gather *g, const MDB_val *k,
     return rc;
 }
 
+typedef struct window_walk {
+    cut *c;
+    gather *g;
+    int64_t w0, w1;
+    em_cut_list *read;
+} window_walk;
+
+/* The sealed chunks reaching into [w0, w1) go to the window's profiles. */
+static int window_one(void *ctx, const MDB_val *k, const MDB_val *d)
+{
+    window_walk *w = ctx;
+    em_chunk_header h;
+    int rc = em_chunk_header_read(d->mv_data, d->mv_size, &h);
+
+    if (rc == EMBER_OK && !(h.flags & EM_CHUNK_HEAD) && h.max_time >= w->w0)
+        rc = window_chunk(w->c, w->g, k, d, w->w0, w->w1, w->read);
+    return rc;
+}
+
 /* Gathers head series SERIES's profiles in [W0, W1) and writes them. */
 static int window_series(cut *c, gather *g, uint32_t series, int64_t w0,
                          int64_t w1, em_cut_list *read)
 {
-    uint8_t start[EM_CHUNK_KEY_LEN];
-    MDB_val k = { sizeof start, start }, d;
-    MDB_cursor *cur;
+    window_walk w = { c, g, w0, w1, read };
     uint32_t bs;
-    int rc = EMBER_OK;
-    int mrc = mdb_cursor_open(c->r->txn, c->r->db->dbi[EM_D_CHUNK], &cur);
+    int rc = em_head_chunks(c->r, series, w0, w1 - 1, window_one, &w);
 
-    if (mrc != MDB_SUCCESS)
-        return em_lmdb(mrc, "compact: chunk cursor");
-    em_chunk_key(start, series, w0 - (int64_t)c->r->max_span, 0);
-    for (mrc = em_val_cursor(c->r->db, EM_D_CHUNK, cur, &k, &d,
-                             MDB_SET_RANGE, &rc);
-         mrc == MDB_SUCCESS && rc == EMBER_OK;
-         mrc = em_val_cursor(c->r->db, EM_D_CHUNK, cur, &k, &d, MDB_NEXT,
-                             &rc)) {
-        em_chunk_header h;
-        uint32_t sid, seq;
-        int64_t t;
-        if (k.mv_size != EM_CHUNK_KEY_LEN) {
-            rc = EM_CORRUPT("chunk key of %zu bytes", k.mv_size);
-            break;
-        }
-        em_chunk_key_parse(k.mv_data, &sid, &t, &seq);
-        if (sid != series || t >= w1)
-            break;
-        rc = em_chunk_header_read(d.mv_data, d.mv_size, &h);
-        if (rc == EMBER_OK && !(h.flags & EM_CHUNK_HEAD) &&
-            h.max_time >= w0)
-            rc = window_chunk(c, g, &k, &d, w0, w1, read);
-        if (rc != EMBER_OK)
-            em_err_prefix(rc, "chunk (series %u, t=%lld, seq %u)", series,
-                          (long long)t, seq);
-    }
-    mdb_cursor_close(cur);
-    if (rc == EMBER_OK && mrc != MDB_SUCCESS && mrc != MDB_NOTFOUND)
-        rc = em_lmdb(mrc, "compact: chunk scan");
     if (rc == EMBER_OK && g->n > 0 &&
         (rc = map_series(c, series, &bs)) == EMBER_OK)
         rc = gather_flush(c, g, bs);

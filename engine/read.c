@@ -62,21 +62,17 @@ typedef struct scan {
 typedef struct chunk_ref {
     em_chunk c;                     /* c.mem unused */
     em_cent *ent;
-    void *own;
+    void *own[2];                   /* parts not in the cache: a focus
+                                    ** decodes a chunk in two steps */
     uint32_t crc;                   /* the stored checksum */
+    bool checked;                   /* this scan checked it just now */
 } chunk_ref;
-
-static int64_t sat_sub(int64_t a, uint64_t b)
-{
-    if (b > (uint64_t)INT64_MAX || a < INT64_MIN + (int64_t)b)
-        return INT64_MIN;
-    return a - (int64_t)b;
-}
 
 static void chunk_unref(em_rtxn *r, chunk_ref *ref)
 {
     em_ccache_release(r->db->ccache, ref->ent);
-    em_free(ref->own);
+    em_free(ref->own[0]);
+    em_free(ref->own[1]);
     memset(ref, 0, sizeof *ref);
 }
 
@@ -94,16 +90,19 @@ static int chunk_find(em_rtxn *r, const uint8_t *key, const uint8_t *buf,
         return em_chunk_header_read(buf, len, &ref->c.h);
     if (cc != NULL && !(ref->c.h.flags & EM_CHUNK_HEAD))
         ref->ent = em_ccache_get(cc, key, ref->crc, len, r->epoch, &ref->c);
-    if (ref->ent == NULL)
+    if (ref->ent == NULL) {
         rc = em_chunk_crc_check(buf, len);
+        ref->checked = rc == EMBER_OK;
+    }
     return rc;
 }
 
 /* Decodes the parts of WANT that REF lacks and offers them to the cache:
 ** added to REF's entry, or a new entry for a sealed chunk, or else kept as
 ** REF's own allocation. */
-static int chunk_complete(em_rtxn *r, const uint8_t *key, const uint8_t *buf,
-                          size_t len, unsigned want, chunk_ref *ref)
+static int chunk_decode_cached(em_rtxn *r, const uint8_t *key,
+                               const uint8_t *buf, size_t len, unsigned want,
+                               chunk_ref *ref)
 {
     em_ccache *cc = r->db->ccache;
     unsigned have = em_chunk_parts(&ref->c), added;
@@ -115,9 +114,11 @@ static int chunk_complete(em_rtxn *r, const uint8_t *key, const uint8_t *buf,
     if ((want & ~have) == 0)
         return EMBER_OK;
     /* An entry's bytes passed the checksum when it was made; these are
-    ** read again, so they are checked again (once per part added). */
-    if (ref->ent != NULL)
+    ** read again, so they are checked again (once per part added), unless
+    ** this scan checked them a moment ago. */
+    if (ref->ent != NULL && !ref->checked)
         rc = em_chunk_crc_check(buf, len);
+    ref->checked = rc == EMBER_OK;
     if (rc == EMBER_OK)
         rc = em_chunk_decode_parts(r->codec, buf, len, want, &ref->c, &mem,
                                    &bytes);
@@ -127,12 +128,25 @@ static int chunk_complete(em_rtxn *r, const uint8_t *key, const uint8_t *buf,
     if (ref->ent != NULL)
         kept = em_ccache_extend(cc, ref->ent, r->epoch, &ref->c, added, mem,
                                 bytes);
-    else if (cc != NULL && !(ref->c.h.flags & EM_CHUNK_HEAD))
+    else if (cc != NULL && !(ref->c.h.flags & EM_CHUNK_HEAD) &&
+             ref->own[0] == NULL)   /* an entry must not name REF's own */
         kept = (ref->ent = em_ccache_put(cc, key, ref->crc, len, r->epoch,
                                          &ref->c, mem, bytes)) != NULL;
     if (!kept)
-        ref->own = mem;
+        ref->own[ref->own[0] != NULL] = mem;
     return EMBER_OK;
+}
+
+/* chunk_decode_cached with the handle's memory, not the query's: the
+** decoded chunk belongs to the cache, whose bytes cache_bytes bounds. */
+static int chunk_complete(em_rtxn *r, const uint8_t *key, const uint8_t *buf,
+                          size_t len, unsigned want, chunk_ref *ref)
+{
+    em_budget *b = em_budget_swap(NULL);
+    int rc = chunk_decode_cached(r, key, buf, len, want, ref);
+
+    em_budget_swap(b);
+    return rc;
 }
 
 /* Lists in S->kept REF's stacks that S keeps, with their sample runs: the
@@ -172,26 +186,50 @@ static int chunk_kept(scan *s, const chunk_ref *ref, uint32_t *n)
     return EMBER_OK;
 }
 
-/* Finds and decodes what the scan needs of one stored chunk into REF;
-** *SKIP when it lies outside the range. */
-static int scan_load(scan *s, const uint8_t *key, const uint8_t *buf,
-                     size_t len, chunk_ref *ref, bool *skip)
+/* A chunk naming a stack past its source's table is damaged. */
+static int stacks_check(const scan *s, const em_chunk *c)
 {
-    const em_chunk_header *h = &ref->c.h;
     uint32_t nstacks = s->r->src[s->src].n[EM_T_STACK];
-    bool whole;
-    int rc = chunk_find(s->r, key, buf, len, ref);
 
-    *skip = rc == EMBER_OK && (h->max_time < s->from || h->min_time > s->to);
-    if (rc != EMBER_OK || *skip)
-        return rc;
-    whole = h->min_time >= s->from && h->max_time <= s->to;
-    rc = chunk_complete(s->r, key, buf, len,
-                        s->parts | (whole ? 0 : s->partial), ref);
-    if (rc == EMBER_OK && ref->c.stacks != NULL && h->nstacks > 0 &&
-        ref->c.stacks[h->nstacks - 1] >= nstacks)
-        rc = EM_CORRUPT("stack id %u beyond the stack table",
-                        ref->c.stacks[h->nstacks - 1]);
+    if (c->stacks != NULL && c->h.nstacks > 0 &&
+        c->stacks[c->h.nstacks - 1] >= nstacks)
+        return EM_CORRUPT("stack id %u beyond the stack table",
+                          c->stacks[c->h.nstacks - 1]);
+    return EMBER_OK;
+}
+
+/* Decodes what the scan needs of one stored chunk, found (chunk_find)
+** into REF; *SKIP when it lies outside the range. With a focus or ignore,
+** *NKEPT stacks of it are kept (S->kept): the chunk's stack ids come
+** first, and a chunk that holds none of the kept stacks is read no
+** further (its profiles' times and totals still count: a focus's total
+** before it). */
+static int scan_load(scan *s, const uint8_t *key, const uint8_t *buf,
+                     size_t len, chunk_ref *ref, bool *skip, uint32_t *nkept)
+{
+    const unsigned samples = EM_PART_VALUES | EM_PART_PROFILES;
+    const em_chunk_header *h = &ref->c.h;
+    unsigned want = s->parts;
+    int rc;
+
+    *nkept = 0;
+    *skip = h->max_time < s->from || h->min_time > s->to;
+    if (*skip)
+        return EMBER_OK;
+    if (h->min_time < s->from || h->max_time > s->to)
+        want |= s->partial;
+    if (s->keep == NULL) {
+        rc = chunk_complete(s->r, key, buf, len, want, ref);
+        return rc == EMBER_OK ? stacks_check(s, &ref->c) : rc;
+    }
+    rc = chunk_complete(s->r, key, buf, len, (want & ~samples) | EM_PART_STACKS,
+                        ref);
+    if (rc == EMBER_OK)
+        rc = stacks_check(s, &ref->c);
+    if (rc == EMBER_OK)
+        rc = chunk_kept(s, ref, nkept);
+    if (rc == EMBER_OK && *nkept > 0)
+        rc = chunk_complete(s->r, key, buf, len, want, ref);
     return rc;
 }
 
@@ -212,10 +250,10 @@ static int scan_one(scan *s, uint32_t series, const uint8_t *key,
         return rc;
     memset(&ref, 0, sizeof ref);
     b = em_budget_swap(NULL);
-    rc = scan_load(s, key, buf, len, &ref, &skip);
+    rc = chunk_find(s->r, key, buf, len, &ref);
     em_budget_swap(b);
-    if (rc == EMBER_OK && !skip && s->keep != NULL)
-        rc = chunk_kept(s, &ref, &nkept);
+    if (rc == EMBER_OK)
+        rc = scan_load(s, key, buf, len, &ref, &skip, &nkept);
     if (rc == EMBER_OK && !skip)
         rc = s->fn(s->ctx, series, &ref.c, s->keep != NULL ? s->kept : NULL,
                    nkept);
@@ -225,43 +263,27 @@ static int scan_one(scan *s, uint32_t series, const uint8_t *key,
     return rc;
 }
 
+typedef struct head_walk {
+    scan *s;
+    uint32_t series;                /* canonical id */
+} head_walk;
+
+static int head_one(void *ctx, const MDB_val *k, const MDB_val *d)
+{
+    head_walk *w = ctx;
+    uint8_t key[EM_CCACHE_KEY_LEN] = { 0 };
+
+    memcpy(key + 8, k->mv_data, EM_CHUNK_KEY_LEN);
+    return scan_one(w->s, w->series, key, d->mv_data, d->mv_size);
+}
+
 /* Scans the head's chunks of its series LOCAL (canonical id SERIES) that
-** may overlap the range: from (series, from - widest span) on. */
+** may overlap the range. */
 static int scan_head(scan *s, uint32_t local, uint32_t series)
 {
-    uint8_t key[EM_CCACHE_KEY_LEN] = { 0 }, *ck = key + 8;
-    MDB_val k = { EM_CHUNK_KEY_LEN, ck }, d;
-    MDB_cursor *cur;
-    int rc = EMBER_OK;
-    int mrc = mdb_cursor_open(s->r->txn, s->r->db->dbi[EM_D_CHUNK], &cur);
+    head_walk w = { s, series };
 
-    if (mrc != MDB_SUCCESS)
-        return em_lmdb(mrc, "chunk cursor");
-    em_chunk_key(ck, local, sat_sub(s->from, s->r->max_span), 0);
-    for (mrc = em_val_cursor(s->r->db, EM_D_CHUNK, cur, &k, &d,
-                             MDB_SET_RANGE, &rc);
-         mrc == MDB_SUCCESS && rc == EMBER_OK;
-         mrc = em_val_cursor(s->r->db, EM_D_CHUNK, cur, &k, &d, MDB_NEXT,
-                             &rc)) {
-        uint32_t sid, seq;
-        int64_t t;
-        if (k.mv_size != EM_CHUNK_KEY_LEN) {
-            rc = EM_CORRUPT("chunk key of %zu bytes", k.mv_size);
-            break;
-        }
-        em_chunk_key_parse(k.mv_data, &sid, &t, &seq);
-        if (sid != local || t > s->to)
-            break;
-        memcpy(ck, k.mv_data, EM_CHUNK_KEY_LEN);
-        rc = scan_one(s, series, key, d.mv_data, d.mv_size);
-        if (rc != EMBER_OK)
-            em_err_prefix(rc, "chunk (series %u, t=%lld, seq %u)", local,
-                          (long long)t, seq);
-    }
-    mdb_cursor_close(cur);
-    if (rc == EMBER_OK && mrc != MDB_SUCCESS && mrc != MDB_NOTFOUND)
-        rc = em_lmdb(mrc, "chunk scan");
-    return rc;
+    return em_head_chunks(s->r, local, s->from, s->to, head_one, &w);
 }
 
 /* Scans the chunks of block series LOCAL that overlap the range: its

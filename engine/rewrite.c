@@ -12,8 +12,10 @@
 ** The output goes series by series: a series' chunks from every input,
 ** in time order, decoded, mapped, filtered, then bucketed or not, and
 ** encoded into chunks of at most REWRITE_CHUNK profiles. Memory: the
-** symbols of the inputs and output, and a series' profiles until they
-** can be written (inputs overlapping in time hold more).
+** symbols of the inputs and output, and of the series being written, the
+** profiles no later input chunk can reach are written out once it holds
+** REWRITE_HOLD samples: a series costs that much and one input chunk
+** more, whatever its length (inputs overlapping in time hold more).
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +23,9 @@
 #include "engine/compact.h"
 
 #define REWRITE_CHUNK 4096u
+/* Samples of one output series held before the profiles no later input
+** chunk can reach are written out (about 64 MB with their profiles). */
+#define REWRITE_HOLD (1u << 22)
 
 /* One input block and its ids mapped into the output. */
 typedef struct rin {
@@ -467,6 +472,71 @@ static int pend_write(rw *w, pend *d, size_t n, uint32_t series)
     return rc;
 }
 
+static int off_cmp(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t)((const em_chunk_profile *)a)->stacks;
+    uintptr_t y = (uintptr_t)((const em_chunk_profile *)b)->stacks;
+    return (x > y) - (x < y);
+}
+
+/* Drops D's first M profiles (written) and packs the rest to the front of
+** the pool, in pool order, which keeps ties in the order they came. */
+static void pend_drop(pend *d, size_t m)
+{
+    size_t at = 0;
+
+    memmove(d->p, d->p + m, (d->n - m) * sizeof *d->p);
+    d->n -= m;
+    if (d->n > 0)
+        qsort(d->p, d->n, sizeof *d->p, off_cmp);
+    for (size_t i = 0; i < d->n; i++) {
+        size_t off = (size_t)(uintptr_t)d->p[i].stacks;
+        memmove(d->st + at, d->st + off, d->p[i].n * sizeof *d->st);
+        memmove(d->v + at, d->v + off, d->p[i].n * sizeof *d->v);
+        d->p[i].stacks = (const uint32_t *)(uintptr_t)at;
+        at += d->p[i].n;
+    }
+    d->ns = at;
+}
+
+/* An output series being written: where its profiles go, how they are
+** bucketed. */
+typedef struct gout {
+    const member *g;
+    uint32_t series;
+    bool mapped, delta;
+} gout;
+
+/* Writes D's profiles before LIMIT (INT64_MAX: all), which no later input
+** chunk can add to (their chunks start at LIMIT or after), bucketed if
+** the rewrite downsamples, then drops them. */
+static int pend_flush(rw *w, gout *o, pend *d, int64_t limit)
+{
+    int64_t res = w->o->resolution_ms;
+    size_t m = 0, nb;
+    int rc = EMBER_OK;
+
+    if (d->n == 0)
+        return EMBER_OK;
+    qsort(d->p, d->n, sizeof *d->p, prof_cmp);
+    if (res > 0 && limit != INT64_MAX)
+        limit = bucket_of(limit, res);      /* its bucket is not whole yet */
+    while (m < d->n && (limit == INT64_MAX || d->p[m].time_ms < limit))
+        m++;
+    nb = m;
+    if (m > 0 && res > 0)
+        rc = pend_bucket(d, &nb, res, o->delta);
+    if (rc == EMBER_OK && m > 0 && !o->mapped) {
+        rc = map_series(w, &w->in[o->g->in], o->g->local, &o->series);
+        o->mapped = rc == EMBER_OK;
+    }
+    if (rc == EMBER_OK && m > 0)
+        rc = pend_write(w, d, nb, o->series);
+    if (rc == EMBER_OK)
+        pend_drop(d, m);
+    return rc;
+}
+
 static void pend_free(pend *d)
 {
     em_free(d->p);
@@ -525,10 +595,13 @@ static int chunk_take(rw *w, const cref *c, int64_t from, pend *d)
 /* Writes the output series of the group G (N members with equal labels). */
 static int group_write(rw *w, const member *g, size_t n, pend *d)
 {
+    const rin *r0 = &w->in[g[0].in];
+    gout o = { g, 0, false,
+               em_type_is_delta(ystr(r0->y, r0->y->series[g[0].local].type)) };
     cref *cs = NULL;
-    size_t nc = 0, cap = 0, np;
+    size_t nc = 0, cap = 0;
     int64_t from = keep_from(w, &g[0]);
-    uint32_t series;
+    uint64_t hold = w->o->hold_samples > 0 ? w->o->hold_samples : REWRITE_HOLD;
     int rc = EMBER_OK;
 
     for (size_t i = 0; i < n && rc == EMBER_OK; i++) {
@@ -551,22 +624,13 @@ static int group_write(rw *w, const member *g, size_t n, pend *d)
     }
     if (rc == EMBER_OK && nc > 0)
         qsort(cs, nc, sizeof *cs, cref_cmp);
-    for (size_t i = 0; i < nc && rc == EMBER_OK; i++)
+    for (size_t i = 0; i < nc && rc == EMBER_OK; i++) {
         rc = chunk_take(w, &cs[i], from, d);
-    em_free(cs);
-    np = d->n;
-    if (rc == EMBER_OK && np > 0) {
-        const rin *r = &w->in[g[0].in];
-        qsort(d->p, np, sizeof *d->p, prof_cmp);
-        if (w->o->resolution_ms > 0)
-            rc = pend_bucket(d, &np, w->o->resolution_ms,
-                             em_type_is_delta(ystr(r->y,
-                                  r->y->series[g[0].local].type)));
-        if (rc == EMBER_OK)
-            rc = map_series(w, &w->in[g[0].in], g[0].local, &series);
-        if (rc == EMBER_OK)
-            rc = pend_write(w, d, np, series);
+        if (rc == EMBER_OK && (i + 1 == nc || d->ns >= hold))
+            rc = pend_flush(w, &o, d,
+                            i + 1 == nc ? INT64_MAX : cs[i + 1].c->min_time);
     }
+    em_free(cs);
     d->n = d->ns = 0;
     return rc;
 }

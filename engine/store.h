@@ -626,6 +626,14 @@ void em_chunk_key(uint8_t k[EM_CHUNK_KEY_LEN], uint32_t series, int64_t time,
 void em_chunk_key_parse(const uint8_t k[EM_CHUNK_KEY_LEN], uint32_t *series,
                         int64_t *time, uint32_t *seq);
 
+/* Visits head series SERIES's chunks that may hold a profile in [FROM,
+** TO] (head_chunks.c): FN gets each one's key and stored bytes, in key
+** order; its error ends the walk, prefixed with the chunk's key. */
+typedef int (*em_head_chunk_fn)(void *ctx, const MDB_val *key,
+                                const MDB_val *data);
+int em_head_chunks(em_rtxn *r, uint32_t series, int64_t from, int64_t to,
+                   em_head_chunk_fn fn, void *ctx);
+
 /* Head summary of a series: its unsealed chunks span [min, max]. */
 typedef struct em_head {
     uint32_t nchunks, nprofiles;

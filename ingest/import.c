@@ -280,6 +280,16 @@ static bool perf_frame_line(const char *p, const char *end)
     return q > h && (q == end || *q == ' ' || *q == '\t' || *q == '\r');
 }
 
+/* True when [P, END), less a trailing CR, starts with S (or is S, EXACT). */
+static bool line_starts(const char *p, const char *end, const char *s,
+                        bool exact)
+{
+    size_t n = strlen(s), len = (size_t)(end - p);
+
+    len -= len > 0 && p[len - 1] == '\r';
+    return len >= n && memcmp(p, s, n) == 0 && (!exact || len == n);
+}
+
 /* What the content lines looked at say about collapsed stacks. */
 typedef struct text_look {
     size_t lines;               /* content lines looked at */
@@ -316,6 +326,7 @@ static em_format detect_text(const char *buf, size_t len, const char **why)
 {
     const char *p = buf, *end = buf + len;
     text_look t = { 0, false, false, false, false, true };
+    bool rule = false;              /* the last line was "# ========" */
 
     while (p < end && t.lines < DETECT_LINES &&
            (size_t)(p - buf) < DETECT_BYTES) {
@@ -324,6 +335,11 @@ static em_format detect_text(const char *buf, size_t len, const char **why)
             eol = end;
         if (perf_frame_line(p, eol))
             return EM_FORMAT_PERF;  /* perf's call chains are TAB-led */
+        /* perf script --header's opening, whose fields may run on in lines
+        ** without '#' (a command line with a line break, issue 15) */
+        if (rule && line_starts(p, eol, "# captured on", false))
+            return EM_FORMAT_PERF;
+        rule = line_starts(p, eol, "# ========", true);
         while (q < eol && (*q == ' ' || *q == '\t' || *q == '\r'))
             q++;
         if (q < eol && *q != '#') {

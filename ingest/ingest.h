@@ -192,8 +192,9 @@ bool em_is_gzip(const void *buf, size_t len);
 int em_gunzip(const void *buf, size_t len, uint64_t max, void **out,
               size_t *outlen);
 /* The format BUF (not gzip'd) most likely holds: PPROF for binary; PERF
-** for text with a perf time stamp on its first content line or a TAB-led
-** call chain line; COLLAPSED when every content line looked at (the first
+** for text with a perf time stamp on its first content line, a TAB-led
+** call chain line or perf script --header's opening ("# ========", then
+** "# captured on"); COLLAPSED when every content line looked at (the first
 ** 64) ends in blanks and an integer, unless they read as a table (a TAB
 ** inside a stack, or TAB-separated values and no ';' anywhere) or as
 ** numbers only; AUTO when none fits, and for empty input or input of

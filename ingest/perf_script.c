@@ -47,7 +47,12 @@
 ** function FILE ("??:0" and "DSO+0xOFF", perf's words for a line it could
 ** not find, add nothing). Lines starting with '#' are comments; before
 ** the first sample, `perf script --header`'s "# captured on" and "# time of
-** last sample" are read for the wall clock (below).
+** last sample" are read for the wall clock (below). Its header is one
+** block from "# ========" and "# captured on" to "# ========": a line in
+** it not led by '#' is the rest of a field value with a line break (the
+** recorded command line's arguments), never an event; reading a pipe,
+** perf prints the fields after the block, and the "# cmdline" field runs
+** to the next '#' line (header_lines). One that nothing ends is an error.
 **
 ** Profiles. Samples are grouped per (comm, pid, tid, event) and time window
 ** into profiles labelled comm, pid, tid and event (the event with its
@@ -139,6 +144,12 @@ typedef struct perf_dec {
     /* the wall clock: header lines, then the first sample */
     bool have_captured, have_last;
     int64_t captured_ms, last_ns, first_ns, wall0_ms, window_ns;
+    /* perf script --header: lines not led by '#' that continue a field */
+    size_t rule_line;               /* the last "# ========" line; 0 */
+    bool in_block;                  /* between the "# ========" lines */
+    bool cont;                      /* such lines continue the last field */
+    size_t field_line;              /* the block's opening line or cmdline's */
+    size_t cont_line;               /* first continuation not yet ended; 0 */
     /* the event being read */
     bool in_event, any_event;
     bool chain;                     /* call chain lines were read */
@@ -1059,12 +1070,59 @@ static size_t header_field(const char *l, size_t n, const char *key)
     return skip_blanks(l, i + 1, n);
 }
 
-/* A '#' line: before the first sample, the wall clock of the recording. */
+/* perf script --header prints its fields one per '#' line in a block that
+** opens with "# ========" and "# captured on" and closes with "# ========"
+** (perf's session.c), but a field value holding a line break goes on
+** without a '#': print_cmdline (perf's header.c) prints each argument as
+** given, so `sh -c 'a<newline>b'` puts "b" on a line of its own (issue
+** 15). Inside the block such a line belongs to the field before it,
+** whatever it looks like. Reading a pipe (perf record -o - | perf script
+** --header) perf prints the fields after the block instead; there the
+** "# cmdline" field runs on to the next '#' line. Sets d->cont. */
+static void header_lines(perf_dec *d, const char *l, size_t n)
+{
+    bool rule = n == 10 && memcmp(l, "# ========", 10) == 0;
+
+    if (d->in_block) {
+        d->in_block = d->cont = !rule;
+    } else if (d->rule_line > 0 && d->rule_line + 1 == d->lineno &&
+               header_field(l, n, "captured on") > 0) {
+        d->in_block = d->cont = true;
+        d->field_line = d->rule_line;
+    } else {
+        d->cont = header_field(l, n, "cmdline") > 0;
+        d->field_line = d->lineno;
+    }
+    if (!d->in_block || rule)
+        d->cont_line = 0;           /* what went before has ended */
+    if (rule)
+        d->rule_line = d->lineno;
+}
+
+/* At the end of the input: lines taken as a field's continuation that
+** nothing ended may have been events, so they are an error, not lost. */
+static int header_end(perf_dec *d)
+{
+    if (d->cont_line == 0)
+        return EMBER_OK;
+    d->lineno = d->cont_line;
+    if (d->in_block)
+        return dec_err(d, EMBER_EINVAL, "taken as part of the perf script "
+                       "--header block of line %zu, which no '# ========' "
+                       "line closes", d->field_line);
+    return dec_err(d, EMBER_EINVAL, "taken as part of the '# cmdline' "
+                   "header field of line %zu, which no '#' line ends",
+                   d->field_line);
+}
+
+/* A '#' line: the header's extent, and before the first sample the wall
+** clock of the recording. */
 static void comment_line(perf_dec *d, const char *l, size_t n)
 {
     size_t v;
     int64_t t;
 
+    header_lines(d, l, n);
     if (d->any_event)
         return;
     if ((v = header_field(l, n, "captured on")) > 0 && !d->have_captured)
@@ -1131,6 +1189,11 @@ static int dec_line(perf_dec *d, const char *l, size_t n)
     if (memchr(l, '\0', n) != NULL)
         return dec_err(d, EMBER_EINVAL, "unexpected NUL byte: not perf "
                        "script text");
+    if (d->cont && (n == 0 || l[0] != '#')) {
+        if (n > 0 && d->cont_line == 0)     /* a header field goes on */
+            d->cont_line = d->lineno;
+        return EMBER_OK;
+    }
     if (n == 0)
         return event_end(d);
     if (l[0] == '#') {
@@ -1200,6 +1263,8 @@ int em_perf_decode(const char *buf, size_t len, const em_import_opts *opts,
     }
     if (rc == EMBER_OK)
         rc = event_end(&d);
+    if (rc == EMBER_OK)
+        rc = header_end(&d);
     dec_free(&d);
     return rc;
 }

@@ -31,6 +31,7 @@
 ** filter ran after the engine (filtered false), else it is rebuilt from
 ** ids and the values at the end.
 */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -44,9 +45,10 @@ typedef struct wgroup {
     uint32_t *ids;                  /* engine stack id of prof.stacks[i] */
     ember_merged *merged;           /* the engine's merge (span source) */
     bool filtered;                  /* merged no longer matches prof */
-    bool reframed;                  /* hide or show changed frames: no
-                                    ** merged can stand for prof */
-    bool has_whole;                 /* focus or ignore removed stacks */
+    bool reframed;                  /* hide, show, callers or callees
+                                    ** changed frames: no merged can
+                                    ** stand for prof */
+    bool has_whole;                 /* a filter removed stacks */
     int64_t whole;                  /* the total before they did, which
                                     ** percentages are of (see chain_take) */
     uint64_t nseries, nprofiles;
@@ -489,8 +491,9 @@ static int group_resolve(ectx *e, const char *type, wgroup *g)
     size_t n = ember_merged_samples(g->merged, &stacks, &values), k = 0;
     int rc;
 
-    rc = em_rprofile_build(e->db, g->merged, type,
-                           em_reader_snapshot(e->rd), &g->prof);
+    rc = em_rprofile_build_at(e->db, g->merged, type,
+                              em_reader_snapshot(e->rd), e->build_gran,
+                              &g->prof);
     if (rc != EMBER_OK)
         return rc;
     g->ids = em_malloc(g->prof.nstacks * sizeof *g->ids + 1);
@@ -508,6 +511,33 @@ static int group_resolve(ectx *e, const char *type, wgroup *g)
 
 /* ---- stack filters on resolved profiles ----------------------------------------- */
 
+/* One regex matched against a profile's function names, each name once. */
+typedef struct fmatch {
+    const em_rprofile *p;
+    const em_regex *re;
+    uint8_t *seen;                  /* per name id: 0 not yet, 1 no, 2 yes */
+} fmatch;
+
+static int fmatch_init(fmatch *m, const em_rprofile *p, const em_regex *re)
+{
+    m->p = p;
+    m->re = re;
+    m->seen = em_calloc(p->names.count + 1, 1);
+    return m->seen != NULL ? EMBER_OK
+                           : em_err(EMBER_ENOMEM, "query: %u names",
+                                    p->names.count);
+}
+
+/* True when function name FN matches. */
+static bool fmatch_name(fmatch *m, uint32_t fn)
+{
+    if (m->seen[fn] == 0) {
+        const char *name = em_rprofile_fname(m->p, fn);
+        m->seen[fn] = em_regex_match(m->re, name, strlen(name)) ? 2 : 1;
+    }
+    return m->seen[fn] == 2;
+}
+
 /* Keeps the stacks of G whose KEEP flag is set, in order. */
 static void group_compact(wgroup *g, const bool *keep)
 {
@@ -524,34 +554,35 @@ static void group_compact(wgroup *g, const bool *keep)
     g->prof.nstacks = w;
 }
 
+/* The stacks no longer match their engine ids (pprof output would show
+** the frames a filter took away), so merged is dropped. */
+static void group_reframed(wgroup *g)
+{
+    ember_merged_free(g->merged);
+    g->merged = NULL;
+    g->reframed = true;
+}
+
 /* focus (FOCUS true) or ignore with RE on G's function names. */
 static int filter_regex(wgroup *g, const em_regex *re, bool focus)
 {
     em_rprofile *p = &g->prof;
-    uint8_t *seen = em_calloc(p->names.count + 1, 1);   /* 0 ?, 1 no, 2 yes */
     bool *keep = em_malloc(p->nstacks * sizeof *keep + 1);
-    int rc = EMBER_OK;
+    fmatch m;
+    int rc = fmatch_init(&m, p, re);
 
-    if (seen == NULL || keep == NULL) {
+    if (rc == EMBER_OK && keep == NULL)
         rc = em_err(EMBER_ENOMEM, "query: filter of %zu stacks", p->nstacks);
-        goto out;
-    }
-    for (size_t i = 0; i < p->nstacks; i++) {
+    for (size_t i = 0; rc == EMBER_OK && i < p->nstacks; i++) {
         const em_rframe *f = p->frames + p->stacks[i].first;
         bool through = false;
-        for (size_t j = 0; j < p->stacks[i].nframes && !through; j++) {
-            uint32_t fn = f[j].fn;
-            if (seen[fn] == 0) {
-                const char *name = em_strtab_get(&p->names, fn);
-                seen[fn] = em_regex_match(re, name, strlen(name)) ? 2 : 1;
-            }
-            through = seen[fn] == 2;
-        }
+        for (size_t j = 0; j < p->stacks[i].nframes && !through; j++)
+            through = fmatch_name(&m, f[j].fn);
         keep[i] = through == focus;
     }
-    group_compact(g, keep);
-out:
-    em_free(seen);
+    if (rc == EMBER_OK)
+        group_compact(g, keep);
+    em_free(m.seen);
     em_free(keep);
     return rc;
 }
@@ -560,24 +591,19 @@ out:
 ** matches (hide) or does not (show), as pprof's -hide and -show do per
 ** inline line. A stack left without frames keeps its value as an empty
 ** stack, so totals and percentages stay those of the whole profile, as
-** pprof's -top reports them. The stacks no longer match their engine ids
-** (pprof output would show the hidden frames), so merged is dropped. */
+** pprof's -top reports them. */
 static int filter_frames(wgroup *g, const em_regex *re, bool show)
 {
     em_rprofile *p = &g->prof;
-    uint8_t *seen = em_calloc(p->names.count + 1, 1);   /* 0 ?, 1 no, 2 yes */
+    fmatch m;
+    int rc = fmatch_init(&m, p, re);
 
-    if (seen == NULL)
-        return em_err(EMBER_ENOMEM, "query: %u names", p->names.count);
-    for (size_t i = 0; i < p->nstacks; i++) {
+    for (size_t i = 0; rc == EMBER_OK && i < p->nstacks; i++) {
         em_rframe *f = p->frames + p->stacks[i].first;
         size_t w = 0, loc = 0;          /* loc: where f[w]'s location began */
         for (size_t j = 0; j < p->stacks[i].nframes; j++) {
-            const char *name = em_strtab_get(&p->names, f[j].fn);
             bool inl = (f[j].flags & EM_RFRAME_INLINED) != 0;
-            if (seen[f[j].fn] == 0)
-                seen[f[j].fn] = em_regex_match(re, name, strlen(name)) ? 2 : 1;
-            if ((seen[f[j].fn] == 2) == show)
+            if (fmatch_name(&m, f[j].fn) == show)
                 f[w++] = f[j];
             else if (!inl && w > loc)   /* its inner lines end the location */
                 f[w - 1].flags &= ~EM_RFRAME_INLINED;
@@ -586,16 +612,72 @@ static int filter_frames(wgroup *g, const em_regex *re, bool show)
         }
         p->stacks[i].nframes = w;
     }
-    ember_merged_free(g->merged);
-    g->merged = NULL;
-    g->reframed = true;
-    em_free(seen);
-    return EMBER_OK;
+    if (rc == EMBER_OK)
+        group_reframed(g);
+    em_free(m.seen);
+    return rc;
 }
 
-/* Notes G's total before its first focus or ignore, as the renderers sum
-** it (|value|; hide and show keep every value). A diff is left out: its
-** renderers show changes against the base, not shares of a total. */
+/* Where stack S is cut for callers (CALLERS) or callees: the index of its
+** innermost matching frame or of its outermost; S->nframes when none. */
+static size_t cut_at(fmatch *m, const em_rstack *s, bool callers)
+{
+    const em_rframe *f = m->p->frames + s->first;
+    size_t hit = s->nframes;
+
+    for (size_t j = 0; j < s->nframes; j++)
+        if (fmatch_name(m, f[j].fn)) {
+            hit = j;
+            if (callers)
+                break;
+        }
+    return hit;
+}
+
+/* callers (CALLERS true) or callees with RE: keeps the stacks through a
+** matching function, cut there. Callees cut above the outermost match,
+** which becomes the root (all it called, however deep it recursed);
+** callers cut below the innermost, which becomes the leaf (every path
+** that reached it). Each sample through a match stays once, so each side
+** totals the matching functions' cum, as pprof's -peek counts it. A root
+** inlined into a caller that was cut off is the outermost frame of its
+** location now, as hide leaves it. */
+static int filter_cut(wgroup *g, const em_regex *re, bool callers)
+{
+    em_rprofile *p = &g->prof;
+    bool *keep = em_malloc(p->nstacks * sizeof *keep + 1);
+    fmatch m;
+    int rc = fmatch_init(&m, p, re);
+
+    if (rc == EMBER_OK && keep == NULL)
+        rc = em_err(EMBER_ENOMEM, "query: cut of %zu stacks", p->nstacks);
+    for (size_t i = 0; rc == EMBER_OK && i < p->nstacks; i++) {
+        em_rstack *s = &p->stacks[i];
+        size_t hit = cut_at(&m, s, callers);
+        keep[i] = hit < s->nframes;
+        if (!keep[i])
+            continue;
+        if (callers) {
+            s->first += hit;
+            s->nframes -= hit;
+        } else {
+            s->nframes = hit + 1;
+            p->frames[s->first + hit].flags &= ~EM_RFRAME_INLINED;
+        }
+    }
+    if (rc == EMBER_OK) {
+        group_compact(g, keep);
+        group_reframed(g);
+    }
+    em_free(m.seen);
+    em_free(keep);
+    return rc;
+}
+
+/* Notes G's total before its first focus, ignore, callers or callees, as
+** the renderers sum it (|value|; hide and show keep every value). A diff
+** is left out: its renderers show changes against the base, not shares of
+** a total. */
 static void group_whole(wgroup *g)
 {
     uint64_t sum = 0;
@@ -614,15 +696,19 @@ static int group_filter(wgroup *g, const em_pop *ops, size_t nops)
     int rc = EMBER_OK;
 
     for (size_t i = 0; i < nops && rc == EMBER_OK; i++) {
+        int op = ops[i].op;
         /* a top keeps every stack: it only limits rows (top_limit) */
-        if (ops[i].pushed || ops[i].op == EM_OP_TOP)
+        if (ops[i].pushed || op == EM_OP_TOP)
             continue;
-        if (ops[i].op == EM_OP_HIDE || ops[i].op == EM_OP_SHOW) {
-            rc = filter_frames(g, ops[i].re, ops[i].op == EM_OP_SHOW);
-        } else {
-            group_whole(g);
-            rc = filter_regex(g, ops[i].re, ops[i].op == EM_OP_FOCUS);
+        if (op == EM_OP_HIDE || op == EM_OP_SHOW) {
+            rc = filter_frames(g, ops[i].re, op == EM_OP_SHOW);
+            continue;
         }
+        group_whole(g);
+        if (op == EM_OP_CALLERS || op == EM_OP_CALLEES)
+            rc = filter_cut(g, ops[i].re, op == EM_OP_CALLERS);
+        else
+            rc = filter_regex(g, ops[i].re, op == EM_OP_FOCUS);
     }
     return rc;
 }
@@ -895,13 +981,10 @@ static int copier_frames(copier *c, em_rprofile *dst, size_t i)
     }
     for (size_t j = 0; j < st->nframes; j++) {
         em_rframe f = c->src->frames[st->first + j];
-        if (c->map[f.fn] == UINT32_MAX) {
-            const char *name = em_strtab_get(&c->src->names, f.fn);
-            rc = em_strtab_intern(&dst->names, name, strlen(name),
-                                  &c->map[f.fn]);
-            if (rc != EMBER_OK)
-                return rc;
-        }
+        if (c->map[f.fn] == UINT32_MAX &&
+            (rc = em_rprofile_copy_name(dst, c->src, f.fn, &c->map[f.fn])) !=
+            EMBER_OK)
+            return rc;
         f.fn = c->map[f.fn];
         c->scratch[j] = f;
     }
@@ -998,8 +1081,8 @@ static int groups_resolve(ectx *e, const char *type, gset *const *sets,
     if (rc == EMBER_OK)
         rc = em_merged_make(uids, ones, nu, NULL, &u);
     if (rc == EMBER_OK)
-        rc = em_rprofile_build(e->db, u, type, em_reader_snapshot(e->rd),
-                               &all);
+        rc = em_rprofile_build_at(e->db, u, type, em_reader_snapshot(e->rd),
+                                  e->build_gran, &all);
     if (rc == EMBER_OK && all.nstacks != nu)    /* stack i is uids[i] */
         rc = em_err(EMBER_EINVAL, "query: %zu stacks resolved of %zu",
                     all.nstacks, nu);
@@ -1028,10 +1111,47 @@ static int groups_filter(gset *s, const em_pchain *ch)
 
 /* ---- diffs ----------------------------------------------------------------------- */
 
+/* What side G's samples summed to before its filters, signed (pprof's
+** -normalize sums them as it reads the files, before any filter). */
+static int64_t side_total(const wgroup *g)
+{
+    int64_t sum = 0;
+
+    if (g == NULL)
+        return 0;
+    if (g->has_whole)
+        return g->whole;
+    for (size_t i = 0; i < g->prof.nstacks; i++)
+        sum = em_add_wrap(sum, g->prof.stacks[i].value);
+    return sum;
+}
+
+/* normalize(D): the ratio that brings target T's total to base B's, 0
+** when the target has none (pprof's Profile.Normalize). */
+static double norm_ratio(const wgroup *b, const wgroup *t)
+{
+    int64_t tt = side_total(t);
+
+    return tt == 0 ? 0 : (double)side_total(b) / (double)tt;
+}
+
+/* V times R, rounded half away from zero (Go's math.Round, as pprof's
+** ScaleN rounds each sample), kept within int64. */
+static int64_t scale_value(int64_t v, double r)
+{
+    double x = round((double)v * r);
+
+    if (x >= 9.2233720368547758e18)
+        return INT64_MAX;
+    if (x <= -9.2233720368547758e18)
+        return INT64_MIN;
+    return (int64_t)x;
+}
+
 /* Joins base B and target T (either may be NULL: empty) by stack id into
-** the diff group G. */
+** the diff group G, the target's values times RATIO (1: as they are). */
 static int diff_join(const char *type, const wgroup *b, const wgroup *t,
-                     wgroup *g)
+                     double ratio, wgroup *g)
 {
     size_t nb = b != NULL ? b->prof.nstacks : 0;
     size_t nt = t != NULL ? t->prof.nstacks : 0, i = 0, j = 0, k = 0;
@@ -1053,6 +1173,8 @@ static int diff_join(const char *type, const wgroup *b, const wgroup *t,
         int64_t vb = i < nb && ib <= it ? b->prof.stacks[i].value : 0;
         int64_t vt = j < nt && it <= ib ? t->prof.stacks[j].value : 0;
         copier *c = j < nt && it <= ib ? &ct : &cb;  /* target's frames */
+        if (ratio != 1)
+            vt = scale_value(vt, ratio);
         size_t from = c == &ct ? j : i;
         rc = copier_frames(c, &g->prof, from);
         if (rc == EMBER_OK)
@@ -1091,7 +1213,7 @@ static int diff_group(const em_plan *p, const char *type, const wgroup *b,
     if (rc == EMBER_OK)
         g->nlabels = side->nlabels;
     if (rc == EMBER_OK)
-        rc = diff_join(type, b, t, g);
+        rc = diff_join(type, b, t, p->normalize ? norm_ratio(b, t) : 1, g);
     if (rc == EMBER_OK)
         rc = em_merged_make(NULL, NULL, 0, side->merged, &g->merged);
     if (rc == EMBER_OK)
@@ -1252,11 +1374,31 @@ static int group_pprof(ectx *e, ember_result *r)
                            EMBER_PPROF_GZIP, &g->pprof, &g->pprof_len);
 }
 
+/* The granularity P's profiles are shown at: lines for a list, as pprof's
+** -list forces them. */
+static int plan_gran(const em_plan *p)
+{
+    return p->view.op == EM_VIEW_LIST ? EM_GRAN_LINES : p->granularity;
+}
+
+/* Renames every group's frames to GRAN, now that the filters, which
+** match functions, have run (pprof aggregates after filtering). */
+static int groups_regranulate(gset *s, int gran)
+{
+    int rc = EMBER_OK;
+
+    for (size_t g = 0; g < s->n && rc == EMBER_OK; g++)
+        rc = em_rprofile_regranulate(&s->v[g].prof, gran);
+    return rc;
+}
+
 static int exec_profiles(ectx *e, const em_plan *p, ember_result *r)
 {
     gset s;
     int rc;
 
+    e->build_gran = plan_gran(p) != EM_GRAN_FUNCTIONS ? EM_GRAN_ADDRESSES
+                                                      : EM_GRAN_FUNCTIONS;
     if (p->kind == EMBER_RESULT_DIFF) {
         rc = exec_diff(e, p, &s);
     } else {
@@ -1269,11 +1411,17 @@ static int exec_profiles(ectx *e, const em_plan *p, ember_result *r)
             rc = groups_filter(&s, &p->a);
     }
     if (rc == EMBER_OK)
+        rc = groups_regranulate(&s, plan_gran(p));
+    if (rc == EMBER_OK)
         rc = groups_move(&s, r);
     if (rc == EMBER_OK)
         rc = group_pprof(e, r);
     if (rc == EMBER_OK)
         rc = em_type_unit(r->type, &r->unit);
+    if (rc == EMBER_OK && p->view.op != EM_VIEW_NONE &&
+        (r->view_re = em_strdup(p->view.text)) == NULL)
+        rc = em_err(EMBER_ENOMEM, "query: view");
+    r->view = rc == EMBER_OK ? p->view.op : EM_VIEW_NONE;
     r->top_limit = plan_top_limit(p);
     gset_free(&s);
     return rc;

@@ -34,6 +34,9 @@ typedef struct ectx {
     char *unit_own;
     bool units_mixed;               /* series of several units were read */
     unsigned flags;                 /* EM_QUERY_* */
+    int build_gran;                 /* EM_GRAN_* profiles are resolved
+                                    ** at: functions, or addresses (with
+                                    ** sites) for a coarser one later */
 } ectx;
 
 /* Strings and labels (exec.c). */

@@ -15,7 +15,8 @@
 **     why: an unknown type, label name or value (each with "did you mean"
 **     when one is close), matchers that select nothing together, a range
 **     that misses every stored profile (with the stored span), and a
-**     focus, ignore, hide or show regex that matches no function name.
+**     stack filter's regex (focus, ignore, hide, show, callers, callees)
+**     that matches no function name.
 **
 ** Every note goes to the result (ember_result_notes); none is an error:
 ** an empty answer is still an answer.
@@ -243,12 +244,18 @@ static int resolve_node(tctx *c, em_node *n, bool profile)
     switch (n->u.call.fn) {
     case EM_FN_MERGE:
     case EM_FN_DIFF:
+    case EM_FN_NORMALIZE:
         profile = true;
         break;
     case EM_FN_FOCUS:
     case EM_FN_IGNORE:
     case EM_FN_HIDE:
     case EM_FN_SHOW:
+    case EM_FN_CALLERS:
+    case EM_FN_CALLEES:
+    case EM_FN_PEEK:
+    case EM_FN_LIST:
+    case EM_FN_GRANULARITY:
     case EM_FN_TOP:
         break;                          /* as their argument's user */
     default:
@@ -462,6 +469,24 @@ static bool result_names_match(const ember_result *r, const em_regex *re)
     return false;
 }
 
+/* True when the regex of VIEW matches what the view matches in R's
+** groups: names as shown (peek, pprof's -peek), functions (list, as pprof's
+** -list matches them at granularity lines). */
+static bool view_matches(const ember_result *r, const em_pop *view)
+{
+    if (view->op != EM_VIEW_LIST)
+        return result_names_match(r, view->re);
+    for (size_t g = 0; g < r->ngroups; g++) {
+        const em_rprofile *p = &r->groups[g].prof;
+        for (uint32_t i = 0; i < p->names.count; i++) {
+            const char *s = em_rprofile_fname(p, i);
+            if (em_regex_match(view->re, s, strlen(s)))
+                return true;
+        }
+    }
+    return false;
+}
+
 /* Whether OP's regex matches a stored function name (or system name); when
 ** none does, the stored name nearest the pattern into *NEAR (a literal
 ** pattern only, owned by the snapshot). */
@@ -504,6 +529,8 @@ static const char *op_name(int op)
     case EM_OP_FOCUS: return "focus";
     case EM_OP_IGNORE: return "ignore";
     case EM_OP_HIDE: return "hide";
+    case EM_OP_CALLERS: return "callers";
+    case EM_OP_CALLEES: return "callees";
     default: return "show";
     }
 }
@@ -561,6 +588,24 @@ static int explain_plan(xctx *c, const em_plan *p)
     }
 }
 
+/* A note when the view's regex (peek) matches none of the result's
+** names: pprof's "no matches found for regexp", which it fails with. */
+static int explain_view(xctx *c, const em_pop *view)
+{
+    const char *near = NULL;
+    char hint[256];
+    bool yes = false;
+    int rc = function_match(c, view, &yes, &near);
+
+    if (rc != EMBER_OK)
+        return rc;
+    return em_result_note(c->r, "%s(..., \"%s\") matches no function of "
+                          "the profile%s", em_fn_name(view->op == EM_VIEW_PEEK
+                          ? EM_FN_PEEK : EM_FN_LIST),
+                          view->text, yes ? "" : did_you_mean(near, false,
+                          hint, sizeof hint));
+}
+
 /* True when R holds no stack, point or row. */
 static bool result_empty(const ember_result *r)
 {
@@ -583,12 +628,17 @@ int em_notes_explain(ember_db *db, const char *text, const em_plan *plan,
                      ember_result *r)
 {
     xctx c = { .db = db, .text = text, .r = r, .empty = result_empty(r) };
+    bool view = plan->view.op != EM_VIEW_NONE &&
+                !view_matches(r, &plan->view);
+    bool why = c.empty || plan->kind == EMBER_RESULT_DIFF;
     int rc;
 
-    if (!c.empty && plan->kind != EMBER_RESULT_DIFF)
+    if (!why && !view)
         return EMBER_OK;                /* a diff's one side may be empty */
-    if ((rc = em_reader_open(db, &c.rd)) == EMBER_OK)
+    if ((rc = em_reader_open(db, &c.rd)) == EMBER_OK && why)
         rc = explain_plan(&c, plan);
+    if (rc == EMBER_OK && view)
+        rc = explain_view(&c, &plan->view);
     em_reader_close(c.rd);
     return rc;
 }

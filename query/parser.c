@@ -156,7 +156,7 @@ static int unknown_function(parser *p, const em_token *name)
 {
     const char *s = p->src + name->pos;
     const char *near = fn_closest(s, name->len);
-    char list[256], hint[64] = "";
+    char list[384], hint[64] = "";
 
     fn_list(list, sizeof list, false, ", ");
     if (near != NULL)

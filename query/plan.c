@@ -192,11 +192,12 @@ static int sel_resolve(pctx *c, const em_node *n, em_psel *ps)
 /* ---- profile chains ------------------------------------------------------------ */
 
 /* True for a filter that changes which frames later filters see in a way
-** the engine cannot apply first (hide, show). A top keeps every stack: it
-** only limits the rows a renderer shows. */
+** the engine cannot apply first (hide, show, callers, callees). A top
+** keeps every stack: it only limits the rows a renderer shows. */
 static bool op_reshapes(int op)
 {
-    return op == EM_OP_HIDE || op == EM_OP_SHOW;
+    return op == EM_OP_HIDE || op == EM_OP_SHOW || op == EM_OP_CALLERS ||
+           op == EM_OP_CALLEES;
 }
 
 static bool chain_reshaped(const em_pop *ops, size_t n)
@@ -258,11 +259,12 @@ static void chain_free(em_pchain *ch)
     ch->nops = 0;
 }
 
-/* Compiles the regex of focus, ignore, hide or show (argument 2 of N)
-** into OP, with a caret at it when it is bad. They match anywhere in a
-** function name, as pprof's -focus does: the engine's regexes are anchored
-** (Prometheus' matchers), so the pattern is wrapped as .*(?:re).*, which
-** leaves ^ and $ to anchor where a user wants it. */
+/* Compiles the regex of a stack filter (argument 2 of N: focus, ignore,
+** hide, show, callers, callees) into OP, with a caret at it when it is
+** bad. They match anywhere in a function name, as pprof's -focus does:
+** the engine's regexes are anchored (Prometheus' matchers), so the pattern
+** is wrapped as .*(?:re).*, which leaves ^ and $ to anchor where a user
+** wants it. */
 static int op_regex(pctx *c, const em_node *n, em_pop *op)
 {
     const em_node *s = n->u.call.args[1];
@@ -306,6 +308,8 @@ static int op_count(pctx *c, const em_node *n, size_t *out)
 }
 
 static int plan_pexpr(pctx *c, const em_node *n, em_plan *p);
+static int plan_granularity(pctx *c, const em_node *n, em_plan *p);
+static int plan_normalize(pctx *c, const em_node *n, em_plan *p);
 
 /* Adds stack filter OP (a focus, ignore, hide, show or top over P) to P:
 ** to its chain, or for a diff to both sides while that commutes (a focus
@@ -337,11 +341,13 @@ static int filter_op(em_fn fn)
     case EM_FN_IGNORE: return EM_OP_IGNORE;
     case EM_FN_HIDE: return EM_OP_HIDE;
     case EM_FN_SHOW: return EM_OP_SHOW;
+    case EM_FN_CALLERS: return EM_OP_CALLERS;
+    case EM_FN_CALLEES: return EM_OP_CALLEES;
     default: return EM_OP_TOP;
     }
 }
 
-/* focus, ignore, hide or show (P, "re"), top(P, N). */
+/* focus, ignore, hide, show, callers or callees (P, "re"), top(P, N). */
 static int plan_filter(pctx *c, const em_node *n, em_plan *p)
 {
     const em_node *arg = n->u.call.args[0];
@@ -427,6 +433,58 @@ static int plan_diff(pctx *c, const em_node *n, em_plan *p)
     p->kind = EMBER_RESULT_DIFF;
     p->a = side[0].a;
     p->b = side[1].a;
+    if (side[0].gran_given && side[1].gran_given &&
+        side[0].granularity != side[1].granularity)
+        return em_query_error(c->text, n->pos, "diff's sides have different "
+                              "granularities: %s and %s",
+                              em_gran_name(side[0].granularity),
+                              em_gran_name(side[1].granularity));
+    p->gran_given = side[0].gran_given || side[1].gran_given;
+    p->granularity = side[0].gran_given ? side[0].granularity
+                                        : side[1].granularity;
+    return EMBER_OK;
+}
+
+/* granularity(P, "g"): P's names at pprof's granularity g, for the whole
+** expression (both sides of a diff: their stacks are joined by name). */
+static int plan_granularity(pctx *c, const em_node *n, em_plan *p)
+{
+    const em_node *arg = n->u.call.args[0], *g = n->u.call.args[1];
+    int gran;
+    int rc;
+
+    if (!is_profile_arg(arg))
+        return arg_error(c, n, 0, NULL);
+    if (g->kind != EM_NODE_STRING)
+        return arg_error(c, n, 1, NULL);
+    if ((gran = em_gran_parse(g->u.str)) < 0)
+        return arg_error(c, n, 1, "is not one of them");
+    if ((rc = plan_pexpr(c, arg, p)) != EMBER_OK)
+        return rc;
+    if (p->gran_given)
+        return em_query_error(c->text, n->pos, "the granularity is given "
+                              "twice: write one granularity(P, \"...\")");
+    p->granularity = gran;
+    p->gran_given = true;
+    return EMBER_OK;
+}
+
+/* normalize(D): D with its target scaled to its base's total, pprof's
+** -normalize, which scales before any filter (so wherever it is written
+** around the diff, the totals are those of the whole sides). */
+static int plan_normalize(pctx *c, const em_node *n, em_plan *p)
+{
+    const em_node *arg = n->u.call.args[0];
+    int rc;
+
+    if (!is_profile_arg(arg))
+        return arg_error(c, n, 0, NULL);
+    if ((rc = plan_pexpr(c, arg, p)) != EMBER_OK)
+        return rc;
+    if (p->kind != EMBER_RESULT_DIFF)
+        return arg_error(c, n, 0, "is a profile: normalize scales a diff's "
+                         "target to its base's total");
+    p->normalize = true;
     return EMBER_OK;
 }
 
@@ -452,8 +510,20 @@ static int plan_pexpr(pctx *c, const em_node *n, em_plan *p)
     case EM_FN_IGNORE:
     case EM_FN_HIDE:
     case EM_FN_SHOW:
+    case EM_FN_CALLERS:
+    case EM_FN_CALLEES:
     case EM_FN_TOP:
         return plan_filter(c, n, p);
+    case EM_FN_GRANULARITY:
+        return plan_granularity(c, n, p);
+    case EM_FN_NORMALIZE:
+        return plan_normalize(c, n, p);
+    case EM_FN_PEEK:
+    case EM_FN_LIST:
+        return em_query_error(c->text, n->pos, "%s shows a profile as "
+                              "pprof's -%s does: it is the whole query, "
+                              "not an argument", em_fn_name(n->u.call.fn),
+                              em_fn_name(n->u.call.fn));
     default:
         return em_query_error(c->text, n->pos, "expected a profile: %s "
                               "is %s", em_fn_get(n->u.call.fn)->name,
@@ -586,6 +656,35 @@ static int plan_table(pctx *c, const em_node *n, em_plan *p)
     return rc;
 }
 
+/* ---- views ------------------------------------------------------------------------ */
+
+static bool is_view(const em_node *n)
+{
+    return n->kind == EM_NODE_CALL && (n->u.call.fn == EM_FN_PEEK ||
+                                       n->u.call.fn == EM_FN_LIST);
+}
+
+/* peek or list (P, "re"), the whole query: P's plan with the view and its
+** regex. */
+static int plan_view(pctx *c, const em_node *n, em_plan *p)
+{
+    const em_node *arg = n->u.call.args[0];
+    int rc;
+
+    if ((rc = call_check(c, n)) != EMBER_OK)
+        return rc;
+    if (!is_profile_arg(arg))
+        return arg_error(c, n, 0, NULL);
+    if ((rc = plan_pexpr(c, arg, p)) != EMBER_OK)
+        return rc;
+    if (p->kind == EMBER_RESULT_DIFF)
+        return arg_error(c, n, 0, "is a diff: compare its sides' views");
+    if ((rc = op_regex(c, n, &p->view)) != EMBER_OK)
+        return rc;
+    p->view.op = n->u.call.fn == EM_FN_PEEK ? EM_VIEW_PEEK : EM_VIEW_LIST;
+    return EMBER_OK;
+}
+
 /* ---- the query ------------------------------------------------------------------- */
 
 int em_plan_build(const em_plan_ctx *ctx, const em_node *tree,
@@ -612,8 +711,12 @@ int em_plan_build(const em_plan_ctx *ctx, const em_node *tree,
                  tree->u.call.fn : EM_FN_MERGE);
     if (p == NULL)
         return EMBER_ENOMEM;
-    rc = kind == EMBER_RESULT_TABLE ? plan_table(&c, tree, p)
-                                    : plan_pexpr(&c, tree, p);
+    if (kind == EMBER_RESULT_TABLE)
+        rc = plan_table(&c, tree, p);
+    else if (is_view(tree))
+        rc = plan_view(&c, tree, p);
+    else
+        rc = plan_pexpr(&c, tree, p);
     if (rc != EMBER_OK) {
         em_plan_free(p);
         return rc;
@@ -629,6 +732,7 @@ void em_plan_free(em_plan *p)
     chain_free(&p->a);
     chain_free(&p->b);
     ops_free(p->post, p->npost);
+    op_free(&p->view);
     em_plan_free(p->arg);
     em_free(p);
 }

@@ -32,11 +32,14 @@ typedef struct em_psel {
 } em_psel;
 
 /* A stack filter on profiles. */
-enum { EM_OP_FOCUS = 1, EM_OP_IGNORE, EM_OP_TOP, EM_OP_HIDE, EM_OP_SHOW };
+enum { EM_OP_FOCUS = 1, EM_OP_IGNORE, EM_OP_TOP, EM_OP_HIDE, EM_OP_SHOW,
+       EM_OP_CALLERS,           /* stacks through a match, cut below the
+                                ** innermost one: it is their leaf */
+       EM_OP_CALLEES };         /* ... cut above the outermost: the root */
 
 typedef struct em_pop {
     int op;                     /* EM_OP_* */
-    em_regex *re;               /* FOCUS ... SHOW: pattern compiled, owned */
+    em_regex *re;               /* all but TOP: pattern compiled, owned */
     char *pattern;              /* the regex as matched, unanchored:
                                 ** .*(?:text).*, owned */
     const char *text;           /* the regex as written, borrowed */
@@ -75,6 +78,13 @@ struct em_plan {
     char **labels;              /* borrowed */
     size_t nlabels;
     double k;                   /* topk, bottomk */
+    em_pop view;                /* peek(P, "re"): op EM_VIEW_PEEK, its
+                                ** regex; op 0: no view */
+    int granularity;            /* PROFILE, DIFF: EM_GRAN_* of the names
+                                ** (granularity(P, "lines")) */
+    bool gran_given;            /* granularity() was written */
+    bool normalize;             /* DIFF: the target scaled to the base's
+                                ** total (pprof's -normalize) */
     /* TABLE */
     const char *name;           /* label_values' label, borrowed */
     bool has_sel;               /* a: its selector given (type, matchers) */

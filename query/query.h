@@ -142,10 +142,16 @@ typedef enum em_node_kind {
 typedef enum em_fn {
     EM_FN_MERGE = 1,        /* merge [by|without (l...)] (P): profile(s) */
     EM_FN_DIFF,             /* diff(BASE, TARGET): diff profile(s) */
+    EM_FN_NORMALIZE,        /* normalize(D): D's target at its base's total */
     EM_FN_FOCUS,            /* focus(P, "re"): stacks through a match */
     EM_FN_IGNORE,           /* ignore(P, "re"): stacks through none */
     EM_FN_HIDE,             /* hide(P, "re"): drop matching frames */
     EM_FN_SHOW,             /* show(P, "re"): keep only matching frames */
+    EM_FN_CALLERS,          /* callers(P, "re"): stacks cut to end at a match */
+    EM_FN_CALLEES,          /* callees(P, "re"): stacks cut to start at one */
+    EM_FN_PEEK,             /* peek(P, "re"): pprof's -peek view of P */
+    EM_FN_LIST,             /* list(P, "re"): pprof's -list view of P */
+    EM_FN_GRANULARITY,      /* granularity(P, "lines"): names per line */
     EM_FN_TOP,              /* top(P, N): the N largest-flat functions */
     EM_FN_TOTAL,            /* total(SEL): per-series value over time */
     EM_FN_RATE,             /* rate(S): per second */
@@ -285,8 +291,39 @@ typedef struct em_rstack {
     int64_t base;               /* a diff's BASE value; 0 unless p->diff */
 } em_rstack;
 
+/* Granularities (pprof's -granularity): what one frame's name stands for,
+** and so what renderers aggregate by. */
+enum { EM_GRAN_FUNCTIONS = 0,   /* "main.fib" (without sites) */
+       EM_GRAN_FILEFUNCTIONS,   /* "main.fib /src/main.go" */
+       EM_GRAN_FILES,           /* "/src/main.go" */
+       EM_GRAN_LINES,           /* "main.fib /src/main.go:55" */
+       EM_GRAN_ADDRESSES,       /* "00000000004bfcd4 main.fib /src/main.go:55" */
+       EM_GRAN_COUNT_ };
+
+/* Where a name's frames are: one line of one location at the profile's
+** granularity, the fields it does not keep zeroed (none: EM_RSITE_NONE).
+** Strings are ids in em_rprofile.srcs. */
+#define EM_RSITE_NONE UINT32_MAX
+#define EM_RSITE_NAMED 1u       /* fn is a function's name (or system
+                                ** name), not an address's */
+
+typedef struct em_rsite {
+    uint32_t fn;                /* the function as granularity functions
+                                ** names it ("0x4011a0 in libc.so.6"
+                                ** without a name), what filters match */
+    uint32_t file;              /* source file, as pprof cleans it */
+    uint32_t obj;               /* the mapping file's base name */
+    uint32_t flags;             /* EM_RSITE_* */
+    int64_t line;               /* 0: unknown or not kept */
+    int64_t start;              /* the function's first line (lines and
+                                ** addresses only); 0: unknown */
+    uint64_t address;           /* 0: unknown or not kept */
+} em_rsite;
+
 typedef struct em_rprofile {
-    em_strtab names;            /* function names */
+    em_strtab names;            /* function names (or at a granularity
+                                ** other than functions, pprof's names of
+                                ** its nodes: see em_rsite) */
     em_rframe *frames;
     size_t nframes, cap_frames;
     em_rstack *stacks;
@@ -302,6 +339,12 @@ typedef struct em_rprofile {
                                 ** computes its total before -focus and
                                 ** -ignore); without has_whole they sum
                                 ** |value| over the stacks */
+    int granularity;            /* EM_GRAN_*: what a name stands for */
+    em_rsite *sites;            /* per name id, when the profile was built
+                                ** with sites; NULL: names are function
+                                ** names and nothing more is known */
+    size_t cap_sites;
+    em_strtab srcs;             /* the strings the sites name */
 } em_rprofile;
 
 /* Empties *P for a profile of TYPE ("name:sample_type:sample_unit:..."; NULL
@@ -316,6 +359,30 @@ int em_rprofile_add(em_rprofile *p, const em_rframe *frames, size_t n,
 int em_rprofile_add_diff(em_rprofile *p, const em_rframe *frames, size_t n,
                          int64_t base, int64_t target);
 
+/* ---- sites and granularities (query/rsites.c) ------------------------------ */
+
+/* "lines" -> EM_GRAN_LINES, ...; -1 for a name that is none. */
+int em_gran_parse(const char *name);
+const char *em_gran_name(int gran);             /* "lines", ... */
+/* *ID gets the name id of site S (its strings interned in P->srcs) at
+** P's granularity, adding the name and its site when new. P must have
+** been built with sites (or be empty). EMBER_OK or ENOMEM. */
+int em_rprofile_site(em_rprofile *p, const em_rsite *s, uint32_t *id);
+/* The function name filters match for name ID: the site's function at
+** granularity functions, or without sites the name itself. */
+const char *em_rprofile_fname(const em_rprofile *p, uint32_t id);
+/* *OUT gets the id in DST of SRC's name ID, interned there with its site
+** when SRC has sites (DST then takes SRC's granularity). */
+int em_rprofile_copy_name(em_rprofile *dst, const em_rprofile *src,
+                          uint32_t id, uint32_t *out);
+/* Renames P's frames to the coarser granularity GRAN (pprof's aggregate):
+** sites that differ only in what GRAN drops share one name. GRAN
+** functions drops the sites. No-op for a profile without sites. */
+int em_rprofile_regranulate(em_rprofile *p, int gran);
+/* pprof's cleaning of a source file name: a /proc/self/cwd/ prefix
+** trimmed, then Go's filepath.Clean. A new string (em_free it). */
+char *em_path_clean(const char *path);
+
 /* Resolves every non-zero stack of M through the snapshot SNAP (NULL: a
 ** snapshot of DB opened and ended here) into *OUT, which it initializes
 ** for TYPE (the selector's type, for the unit; NULL: a count). A location without lines is named "0x<address> in <mapping file
@@ -324,6 +391,12 @@ int em_rprofile_add_diff(em_rprofile *p, const em_rframe *frames, size_t n,
 ** *OUT is freed and the engine's message says which stack failed. */
 int em_rprofile_build(ember_db *db, const ember_merged *m, const char *type,
                       ember_snapshot *snap, em_rprofile *out);
+/* The same at GRAN: EM_GRAN_ADDRESSES builds with sites (every line of
+** every location its own name, what a coarser granularity and the source
+** listing start from); EM_GRAN_FUNCTIONS is em_rprofile_build. */
+int em_rprofile_build_at(ember_db *db, const ember_merged *m,
+                         const char *type, ember_snapshot *snap, int gran,
+                         em_rprofile *out);
 
 /* ---- value formatting (query/units.c), pprof's measurement package ------- */
 
@@ -386,6 +459,14 @@ int em_render_collapsed(FILE *f, const em_rprofile *p);
 
 /* ---- query results (query/result.c, built by query/exec.c) ---------------- */
 
+/* A view (peek(P, "re")): a profile result shown as one of pprof's
+** reports by the top and json formats; the other formats draw the
+** profile itself. */
+enum { EM_VIEW_NONE = 0,
+       EM_VIEW_PEEK = 1,        /* callers and callees of the matches */
+       EM_VIEW_LIST = 2,        /* their source lines */
+       EM_VIEW_LAST = EM_VIEW_LIST };
+
 /* One profile of a result: a merge group (`merge by (pod)` gives one per
 ** pod) or a diff pair. */
 typedef struct em_pgroup {
@@ -430,6 +511,9 @@ struct ember_result {
     size_t nrows;
     size_t top_limit;           /* top(P, N): N, which the top renderer
                                 ** uses as its default row limit; 0: none */
+    int view;                   /* EM_VIEW_*: how top and json show the
+                                ** profiles (peek(P, "re")); 0: as such */
+    char *view_re;              /* the view's regex as written, owned */
     int64_t from_ms, to_ms;     /* the range the query was evaluated over */
     int64_t step_ms;            /* series bucketing; 0: none */
     ember_frame *frames;        /* ember_result_stack's scratch, owned */
@@ -555,6 +639,12 @@ typedef struct em_render_opts {
     size_t max_lines;           /* cut text output past this many lines,
                                 ** with a note saying how many were left
                                 ** out; 0: never cut */
+    const char *source_path;    /* list: where source files are read,
+                                ** pprof's -source_path (':'-separated
+                                ** directories, "" the current one);
+                                ** NULL: never, line numbers alone (a
+                                ** server must not read files that
+                                ** profiles name) */
     const char *title;          /* svg's title; NULL: the query */
     const char *query;          /* the query text, shown by svg and json */
     bool relative;              /* top, tree, svg: percentages of what

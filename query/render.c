@@ -75,6 +75,11 @@ static int group_top(FILE *f, const em_rprofile *p, const ember_result *r,
                       .node_fraction = limit > 0 ? 0.005 : 0,
                       .edge_fraction = limit > 0 ? 0.001 : 0,
                       .relative = o->relative };
+
+    if (r->view == EM_VIEW_PEEK)        /* peek(P, "re") is shown so */
+        return em_render_peek(f, p, o, r->view_re);
+    if (r->view == EM_VIEW_LIST)
+        return em_render_list(f, p, o, r->view_re);
     return em_render_top(f, p, &t);
 }
 
@@ -611,6 +616,40 @@ const char *em_render_change_pct(int64_t change, int64_t base, char buf[24])
     else
         snprintf(buf, 24, "%c%.2g%%", sign, ratio);
     return buf;
+}
+
+int em_render_view_regex(const char *text, em_regex **re)
+{
+    size_t len = text != NULL ? strlen(text) : 0;
+    char *pattern = em_malloc(len + 9);
+    int rc;
+
+    *re = NULL;
+    if (pattern == NULL)
+        return em_err(EMBER_ENOMEM, "view: regex of %zu bytes", len);
+    snprintf(pattern, len + 9, ".*(?:%s).*", text != NULL ? text : "");
+    rc = em_regex_compile(pattern, re);
+    em_free(pattern);
+    return rc;
+}
+
+const char *em_render_view_name(int view)
+{
+    return view == EM_VIEW_PEEK ? "peek" : view == EM_VIEW_LIST ? "list"
+                                                                : "";
+}
+
+int em_render_view_json(FILE *f, const ember_result *r, const em_pgroup *g,
+                        const em_render_opts *o)
+{
+    switch (r->view) {
+    case EM_VIEW_PEEK:
+        return em_render_peek_json(f, &g->prof, o, r->view_re);
+    case EM_VIEW_LIST:
+        return em_render_list_json(f, &g->prof, o, r->view_re);
+    default:
+        return em_err(EMBER_EINVAL, "json: unknown view %d", r->view);
+    }
 }
 
 const char *em_render_signed(int64_t v, const char *unit,

@@ -49,7 +49,80 @@ void em_ctree_free(em_ctree *t);
 /* Node I's function name ("root" for the root). */
 const char *em_ctree_name(const em_ctree *t, size_t i);
 
+/* ---- pprof's call graph (query/render_graph.c) ------------------------------ */
+
+typedef struct em_graph_edge {
+    uint32_t src, dst;          /* caller and callee name ids */
+    int64_t weight;
+    bool inlined;               /* every occurrence was an inlined call */
+    size_t stamp;               /* last stack that added to it */
+} em_graph_edge;
+
+typedef struct em_graph_row {
+    uint32_t fn;                /* the node's name id */
+    int64_t flat, cum;
+    const char *name;
+    unsigned in;                /* free for a renderer (top: the kinds of
+                                ** its in-edges) */
+} em_graph_row;
+
+typedef struct em_graph {
+    const em_rprofile *p;
+    uint32_t nfn;               /* p's names: node ids are name ids */
+    int64_t *flat, *cum;        /* per name id */
+    size_t *seen;               /* per name id: stamp of its last stack */
+    uint8_t *kept;              /* per name id: in the graph */
+    em_map64 edge_ix;           /* src << 32 | dst -> index in edges */
+    em_graph_edge *edges;
+    size_t nedges, cap_edges;
+    em_graph_row *rows;         /* the nodes with a value, unsorted until
+                                ** em_graph_sort */
+    size_t nrows;
+} em_graph;
+
+/* Builds P's whole graph into *G (em_graph_free it, even on failure). */
+int em_graph_init(em_graph *g, const em_rprofile *p);
+/* Rebuilds flat, cum, edges and rows over the kept nodes. */
+int em_graph_build(em_graph *g);
+/* Keeps only the nodes of rows[0..N) and rebuilds over them. */
+int em_graph_keep(em_graph *g, size_t n);
+/* Sorts the rows by |flat| (or |cum|) descending, then name. */
+void em_graph_sort(em_graph *g, bool cum);
+/* The signed sum of flat over the rows: pprof's base for its cutoffs. */
+int64_t em_graph_flat_sum(const em_graph *g);
+/* pprof's selectOutputUnit: the report's one unit, from the smallest
+** non-zero node magnitude and TOTAL. */
+const char *em_graph_unit(const em_graph *g, int64_t total);
+/* pprof's report labels, Ember's short form: "Type: cpu" and "Showing
+** nodes accounting for X, Y% of Z total" (X the rows' flat, Z TOTAL, both
+** in OUT_UNIT as em_format_value_as takes it). */
+void em_graph_header(FILE *f, const em_graph *g, const char *out_unit,
+                     int64_t total);
+/* The total percentages are of: the sum of |value| over P's stacks, or
+** the total before focus and ignore (p->whole) unless RELATIVE. */
+int64_t em_graph_total(const em_rprofile *p, bool relative);
+void em_graph_free(em_graph *g);
+
 /* ---- per-format renderers ---------------------------------------------------- */
+
+/* The peek view of P for the regex RE as written (render_peek.c):
+** pprof's -peek text, and its JSON, the member "peek":[...] of a group. */
+int em_render_peek(FILE *f, const em_rprofile *p, const em_render_opts *o,
+                   const char *re);
+int em_render_peek_json(FILE *f, const em_rprofile *p,
+                        const em_render_opts *o, const char *re);
+/* The list view of P (at granularity lines) for the regex RE
+** (render_list.c): pprof's -list text, and the member "list":[...]. */
+int em_render_list(FILE *f, const em_rprofile *p, const em_render_opts *o,
+                   const char *re);
+int em_render_list_json(FILE *f, const em_rprofile *p,
+                        const em_render_opts *o, const char *re);
+/* "peek" for EM_VIEW_PEEK, ...; "" for none. */
+const char *em_render_view_name(int view);
+/* The view of group G of R (r->view) as JSON members after the group's
+** own: "peek":[...] (render_json.c calls it). */
+int em_render_view_json(FILE *f, const ember_result *r, const em_pgroup *g,
+                        const em_render_opts *o);
 
 /* The indented call tree (render_tree.c); LIMIT rows at most (0: all). */
 int em_render_tree(FILE *f, const em_rprofile *p, const em_render_opts *o,
@@ -105,6 +178,10 @@ size_t em_render_cols(const char *name);
 /* The sign and relative size of CHANGE against BASE: "+25.00%", "-100%",
 ** "new" when BASE is 0, "0%" when CHANGE is. BUF holds 24 bytes. */
 const char *em_render_change_pct(int64_t change, int64_t base, char buf[24]);
+/* Compiles a view's regex TEXT (as written: it matches anywhere in a
+** name, as the planner checked it) into *RE. EMBER_OK, EINVAL (a decoded
+** result may hold anything) or ENOMEM. */
+int em_render_view_regex(const char *text, em_regex **re);
 /* em_format_value_as with a '+' before positive values. */
 const char *em_render_signed(int64_t v, const char *unit,
                              const char *out_unit, char buf[EM_VALUE_MAX]);

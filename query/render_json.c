@@ -208,23 +208,53 @@ static void tree_write(jw *w, const em_ctree *t, uint32_t *stack)
     }
 }
 
-static int group_write(jw *w, const em_pgroup *g)
+static void group_open(jw *w, const em_pgroup *g)
+{
+    jw_str(w, "{\"labels\":");
+    jw_labels(w, g->labels, g->nlabels);
+    jw_str(w, ",\"series\":");
+    jw_u64(w, g->nseries);
+    jw_str(w, ",\"profiles\":");
+    jw_u64(w, g->nprofiles);
+}
+
+/* A group of a view (peek): its total, the total its percentages are
+** of, and the view's members in place of the tree. */
+static int view_write(jw *w, const ember_result *r, const em_pgroup *g,
+                      const em_render_opts *o)
+{
+    int64_t total = 0;
+    int rc;
+
+    for (size_t i = 0; i < g->prof.nstacks; i++)
+        total = em_add_wrap(total, g->prof.stacks[i].value);
+    group_open(w, g);
+    jw_field(w, ",\"total\":", total);
+    jw_field(w, ",\"whole\":", em_graph_total(&g->prof, o->relative));
+    jw_put(w, ",", 1);
+    jw_flush(w);
+    rc = em_render_view_json(w->f, r, g, o);
+    jw_put(w, "}", 1);
+    return rc;
+}
+
+static int group_write(jw *w, const ember_result *r, const em_pgroup *g,
+                       const em_render_opts *o)
 {
     const em_rprofile *p = &g->prof;
     uint32_t *stack = NULL;
     em_ctree t;
-    int rc = em_ctree_build(&t, p, EM_CTREE_BY_TOTAL);
+    int rc;
+
+    if (r->view != EM_VIEW_NONE)
+        return view_write(w, r, g, o);
+    rc = em_ctree_build(&t, p, EM_CTREE_BY_TOTAL);
 
     if (rc == EMBER_OK &&
         (stack = em_malloc(2 * (t.n + 1) * sizeof *stack)) == NULL)
         rc = em_err(EMBER_ENOMEM, "json: %zu nodes", t.n);
     if (rc == EMBER_OK) {
-        jw_str(w, "{\"labels\":");
-        jw_labels(w, g->labels, g->nlabels);
-        jw_str(w, ",\"series\":");
-        jw_u64(w, g->nseries);
-        jw_str(w, ",\"profiles\":");
-        jw_u64(w, g->nprofiles);
+        group_open(w, g);
         jw_field(w, ",\"total\":", t.nodes[0].total);
         if (p->diff)
             jw_field(w, ",\"base_total\":", t.nodes[0].base_total);
@@ -243,10 +273,16 @@ static int json_profiles(jw *w, const ember_result *r,
     int rc = EMBER_OK;
 
     json_head(w, r, r->kind == EMBER_RESULT_DIFF ? "diff" : "profile", o);
+    if (r->view != EM_VIEW_NONE) {
+        jw_str(w, ",\"view\":\"");
+        jw_str(w, em_render_view_name(r->view));
+        jw_str(w, "\",\"regex\":");
+        jw_string(w, r->view_re);
+    }
     jw_str(w, ",\"groups\":[");
     for (size_t g = 0; rc == EMBER_OK && g < r->ngroups; g++) {
         jw_str(w, g > 0 ? ",\n" : "\n");
-        rc = group_write(w, &r->groups[g]);
+        rc = group_write(w, r, &r->groups[g], o);
     }
     jw_str(w, r->ngroups > 0 ? "\n]}\n" : "]}\n");
     return rc;

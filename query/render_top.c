@@ -3,11 +3,9 @@
 ** default granularity (functions), reproduced from pprof's report and graph
 ** packages so that numbers and order match what users know:
 **
-** - A node is a function name. Walking a sample from root to leaf, every
-**   node on it gets the value added to cum once per sample, however often it
-**   recurses; the last node (the innermost inline frame of the leaf location)
-**   gets it added to flat. Zero-valued samples are skipped; nodes left with
-**   flat == cum == 0 (a diff whose parts cancel) are not shown.
+** - Nodes, flat, cum and call edges are pprof's graph (render_graph.c):
+**   a node per function name, cum once per sample however often it
+**   recurses, flat at the innermost inline frame of the leaf location.
 ** - total, the base of every percentage, is the sum of |value| over all
 **   samples; sum% runs over |flat| down the rows. After focus or ignore it
 **   is the total before them (p->whole), as pprof computes its report's
@@ -15,9 +13,8 @@
 **   percentages (pprof's -relative_percentages). The node and edge
 **   cutoffs stay shares of the graph's summed flat while the "Dropped"
 **   line names node_fraction of that total: pprof's quirk, kept.
-** - Rows sort by |flat| descending, then name (bytewise), then |cum|; with
-**   cum_sort, by |cum|, then name, then |flat| (pprof's FlatNameOrder and
-**   CumNameOrder: the name comes before the other value).
+** - Rows sort by |flat| descending, then name (bytewise); with cum_sort,
+**   by |cum|, then name (pprof's FlatNameOrder and CumNameOrder).
 ** - Trimming: node_fraction drops nodes whose |cum| is below that share of
 **   the summed flat (pprof's -nodefraction); limit keeps the first rows
 **   (-nodecount). Each rebuilds the graph over the kept nodes, as pprof does,
@@ -51,165 +48,12 @@
 
 #include "query/render_int.h"
 
-typedef struct top_edge {
-    uint32_t src, dst;          /* caller and callee name ids */
-    int64_t weight;
-    bool inlined;               /* every occurrence was an inlined call */
-    size_t stamp;               /* last stack that added to it */
-} top_edge;
-
-typedef struct top_row {
-    uint32_t fn;
-    int64_t flat, cum;
-    const char *name;
-    unsigned in;                /* IN_INLINE | IN_CALL: kinds of in-edges */
-} top_row;
-
 #define IN_INLINE 1u
 #define IN_CALL 2u
-
-typedef struct top {
-    const em_rprofile *p;
-    uint32_t nfn;
-    int64_t *flat, *cum;        /* per name id */
-    size_t *seen;               /* per name id: stamp of its last stack */
-    uint8_t *kept;              /* per name id: in the graph */
-    em_map64 edge_ix;           /* src << 32 | dst -> index in edges */
-    top_edge *edges;
-    size_t nedges, cap_edges;
-    top_row *rows;              /* the graph's nodes, sorted */
-    size_t nrows;
-} top;
-
-/* ---- building the graph ---------------------------------------------------- */
-
-static int edge_add(top *t, uint32_t src, uint32_t dst, int64_t w,
-                    bool inlined, size_t stamp)
-{
-    uint64_t key = (uint64_t)src << 32 | dst, ix;
-    top_edge *e;
-
-    if (em_map64_get(&t->edge_ix, key, &ix)) {
-        e = &t->edges[ix];
-        if (e->stamp == stamp)      /* once per sample, as cum */
-            return EMBER_OK;
-        e->weight = em_add_wrap(e->weight, w);
-        e->inlined = e->inlined && inlined;
-        e->stamp = stamp;
-        return EMBER_OK;
-    }
-    if (t->nedges == t->cap_edges) {
-        top_edge *g = em_grow(t->edges, &t->cap_edges, t->nedges + 1,
-                              sizeof *g);
-        if (g == NULL)
-            return em_err(EMBER_ENOMEM, "top: %zu edges", t->nedges + 1);
-        t->edges = g;
-    }
-    t->edges[t->nedges] = (top_edge){ src, dst, w, inlined, stamp };
-    return em_map64_put(&t->edge_ix, key, t->nedges++);
-}
-
-/* Adds stack S (stamp STAMP) root to leaf: pprof's graph.newGraph loop. */
-static int stack_walk(top *t, const em_rstack *s, size_t stamp)
-{
-    const em_rframe *fr = t->p->frames + s->first;
-    bool have_parent = false, residual = false;
-    uint32_t parent = 0;
-    int rc;
-
-    for (size_t i = s->nframes; i-- > 0;) {
-        uint32_t n = fr[i].fn;
-        if (!t->kept[n]) {
-            residual = true;
-            continue;
-        }
-        if (t->seen[n] != stamp) {
-            t->seen[n] = stamp;
-            t->cum[n] = em_add_wrap(t->cum[n], s->value);
-        }
-        if (have_parent && n != parent &&
-            (rc = edge_add(t, parent, n, s->value,
-                           (fr[i].flags & EM_RFRAME_INLINED) != 0,
-                           stamp)) != EMBER_OK)
-            return rc;
-        parent = n;
-        have_parent = true;
-        residual = false;
-    }
-    if (have_parent && !residual)
-        t->flat[parent] = em_add_wrap(t->flat[parent], s->value);
-    return EMBER_OK;
-}
-
-/* (Re)builds flat, cum and edges over the kept nodes, then the rows. */
-static int graph_build(top *t)
-{
-    int rc;
-
-    memset(t->flat, 0, t->nfn * sizeof *t->flat);
-    memset(t->cum, 0, t->nfn * sizeof *t->cum);
-    memset(t->seen, 0, t->nfn * sizeof *t->seen);
-    em_map64_free(&t->edge_ix);
-    t->nedges = 0;
-    for (size_t i = 0; i < t->p->nstacks; i++)
-        if (t->p->stacks[i].value != 0 &&
-            (rc = stack_walk(t, &t->p->stacks[i], i + 1)) != EMBER_OK)
-            return rc;
-    t->nrows = 0;
-    for (uint32_t fn = 0; fn < t->nfn; fn++) {
-        if (!t->kept[fn] || (t->flat[fn] == 0 && t->cum[fn] == 0))
-            continue;
-        t->rows[t->nrows++] = (top_row){ .fn = fn, .flat = t->flat[fn],
-            .cum = t->cum[fn], .name = em_strtab_get(&t->p->names, fn) };
-    }
-    return EMBER_OK;
-}
-
-/* Keeps only the nodes in rows[0..n) and rebuilds the graph over them. */
-static int graph_keep(top *t, size_t n)
-{
-    memset(t->kept, 0, t->nfn);
-    for (size_t i = 0; i < n; i++)
-        t->kept[t->rows[i].fn] = 1;
-    return graph_build(t);
-}
-
-/* ---- ordering ---------------------------------------------------------------- */
 
 static int cmp_u64_desc(uint64_t a, uint64_t b)
 {
     return a > b ? -1 : a < b;
-}
-
-/* Names are unique per node, so pprof's last keys never decide here. */
-static int row_cmp_flat(const void *a, const void *b)
-{
-    const top_row *x = a, *y = b;
-    int c = cmp_u64_desc(em_abs64(x->flat), em_abs64(y->flat));
-    return c != 0 ? c : strcmp(x->name, y->name);
-}
-
-static int row_cmp_cum(const void *a, const void *b)
-{
-    const top_row *x = a, *y = b;
-    int c = cmp_u64_desc(em_abs64(x->cum), em_abs64(y->cum));
-    return c != 0 ? c : strcmp(x->name, y->name);
-}
-
-static void rows_sort(top *t, bool cum)
-{
-    if (t->nrows > 1)
-        qsort(t->rows, t->nrows, sizeof *t->rows,
-              cum ? row_cmp_cum : row_cmp_flat);
-}
-
-/* The signed sum of flat over the graph: pprof's base for the cutoffs. */
-static int64_t rows_flat_sum(const top *t)
-{
-    int64_t sum = 0;
-    for (size_t i = 0; i < t->nrows; i++)
-        sum = em_add_wrap(sum, t->rows[i].flat);
-    return sum;
 }
 
 static int64_t cutoff(int64_t base, double fraction)
@@ -221,7 +65,7 @@ static int64_t cutoff(int64_t base, double fraction)
 }
 
 /* Marks each row with the kinds of its in-edges that survive EDGE_CUT. */
-static void rows_mark_inline(top *t, int64_t edge_cut)
+static void rows_mark_inline(em_graph *t, int64_t edge_cut)
 {
     uint8_t *in = t->kept;      /* reused as per-name in-edge kinds */
 
@@ -235,24 +79,6 @@ static void rows_mark_inline(top *t, int64_t edge_cut)
 
 /* ---- printing ------------------------------------------------------------------ */
 
-/* pprof's selectOutputUnit: from the smallest non-zero node magnitude. */
-static const char *output_unit(const top *t, int64_t total)
-{
-    int64_t minv = 0;
-
-    if (t->nrows == 0)
-        return "minimum";
-    for (size_t i = 0; i < t->nrows; i++) {
-        int64_t v = t->rows[i].flat != 0 ? t->rows[i].flat : t->rows[i].cum;
-        uint64_t a = em_abs64(v);
-        if (a > 0 && a <= INT64_MAX && (minv == 0 || (int64_t)a < minv))
-            minv = (int64_t)a;
-    }
-    if (minv == 0)
-        minv = total;
-    return em_unit_pick(minv, total, t->p->unit);
-}
-
 typedef struct top_print {
     const char *unit, *out_unit;
     int64_t total;
@@ -264,18 +90,12 @@ static const char *fmt_value(const top_print *pr, int64_t v,
     return em_format_value_as(v, pr->unit, pr->out_unit, buf);
 }
 
-static void print_labels(FILE *f, const top *t, const top_print *pr,
+static void print_labels(FILE *f, const em_graph *t, const top_print *pr,
                          size_t dropped, int64_t drop_at, size_t orig)
 {
-    char a[EM_VALUE_MAX], b[EM_VALUE_MAX], pct[16];
-    int64_t shown = rows_flat_sum(t);
-    const char *p = em_format_percent(shown, pr->total, pct);
+    char a[EM_VALUE_MAX];
 
-    if (t->p->sample_type[0] != '\0')
-        fprintf(f, "Type: %s\n", t->p->sample_type);
-    fprintf(f, "Showing nodes accounting for %s, %s of %s total\n",
-            fmt_value(pr, shown, a), p + strspn(p, " "),
-            fmt_value(pr, pr->total, b));
+    em_graph_header(f, t, pr->out_unit, pr->total);
     if (pr->total == 0)
         return;
     if (dropped > 0)
@@ -285,7 +105,7 @@ static void print_labels(FILE *f, const top *t, const top_print *pr,
         fprintf(f, "Showing top %zu nodes out of %zu\n", t->nrows, orig);
 }
 
-static void print_rows(FILE *f, const top *t, const top_print *pr)
+static void print_rows(FILE *f, const em_graph *t, const top_print *pr)
 {
     char fl[EM_VALUE_MAX], cu[EM_VALUE_MAX], p1[16], p2[16], p3[16];
     int64_t sum = 0;
@@ -293,7 +113,7 @@ static void print_rows(FILE *f, const top *t, const top_print *pr)
     fprintf(f, "%10s %5s%% %5s%% %10s %5s%%\n", "flat", "flat", "sum", "cum",
             "cum");
     for (size_t i = 0; i < t->nrows; i++) {
-        const top_row *r = &t->rows[i];
+        const em_graph_row *r = &t->rows[i];
         const char *suffix = r->in == (IN_INLINE | IN_CALL) ?
                              " (partial-inline)" :
                              r->in == IN_INLINE ? " (inline)" : "";
@@ -308,39 +128,8 @@ static void print_rows(FILE *f, const top *t, const top_print *pr)
 
 /* ---- the report ------------------------------------------------------------------ */
 
-static int top_alloc(top *t, const em_rprofile *p)
-{
-    size_t n;
-
-    memset(t, 0, sizeof *t);
-    t->p = p;
-    t->nfn = p->names.count;
-    n = t->nfn == 0 ? 1 : t->nfn;
-    t->flat = em_calloc(n, sizeof *t->flat);
-    t->cum = em_calloc(n, sizeof *t->cum);
-    t->seen = em_calloc(n, sizeof *t->seen);
-    t->kept = em_malloc(n);
-    t->rows = em_calloc(n, sizeof *t->rows);
-    if (t->flat == NULL || t->cum == NULL || t->seen == NULL ||
-        t->kept == NULL || t->rows == NULL)
-        return em_err(EMBER_ENOMEM, "top: %u functions", t->nfn);
-    memset(t->kept, 1, n);
-    return EMBER_OK;
-}
-
-static void top_free(top *t)
-{
-    em_free(t->flat);
-    em_free(t->cum);
-    em_free(t->seen);
-    em_free(t->kept);
-    em_free(t->rows);
-    em_free(t->edges);
-    em_map64_free(&t->edge_ix);
-}
-
 /* Drops nodes whose |cum| is under CUT; *DROPPED gets how many. */
-static int trim_nodes(top *t, int64_t cut, size_t *dropped)
+static int trim_nodes(em_graph *t, int64_t cut, size_t *dropped)
 {
     size_t n = 0;
 
@@ -351,7 +140,7 @@ static int trim_nodes(top *t, int64_t cut, size_t *dropped)
         if (em_abs64(t->rows[i].cum) >= (uint64_t)cut)
             t->rows[n++] = t->rows[i];
     *dropped = t->nrows - n;
-    return *dropped > 0 ? graph_keep(t, n) : EMBER_OK;
+    return *dropped > 0 ? em_graph_keep(t, n) : EMBER_OK;
 }
 
 /* ---- diffs ------------------------------------------------------------------------ */
@@ -498,40 +287,36 @@ int em_render_top(FILE *f, const em_rprofile *p, const em_top_opts *opts)
     top_print pr = { .unit = p->unit };
     int64_t base, drop_at;
     size_t dropped = 0, orig;
-    top t;
+    em_graph t;
     int rc;
 
     if (opts != NULL)
         memcpy(&o, opts, opts->sz < sizeof o ? opts->sz : sizeof o);
     if (p->diff)
         return diff_top(f, p, &o);
-    for (size_t i = 0; i < p->nstacks; i++)
-        pr.total = em_add_wrap(pr.total, (int64_t)em_abs64(p->stacks[i].value));
-    if (p->has_whole && !o.relative)
-        pr.total = p->whole;
+    pr.total = em_graph_total(p, o.relative);
     drop_at = cutoff(pr.total, o.node_fraction);
-    if ((rc = top_alloc(&t, p)) != EMBER_OK ||
-        (rc = graph_build(&t)) != EMBER_OK)
+    if ((rc = em_graph_init(&t, p)) != EMBER_OK)
         goto out;
-    base = rows_flat_sum(&t);   /* pprof's cutoffs use the first graph */
+    base = em_graph_flat_sum(&t);   /* pprof's cutoffs use the first graph */
     rc = trim_nodes(&t, cutoff(base, o.node_fraction), &dropped);
     if (rc != EMBER_OK)
         goto out;
     orig = t.nrows;
-    rows_sort(&t, o.cum_sort);
+    em_graph_sort(&t, o.cum_sort);
     if (o.limit > 0 && o.limit < t.nrows) {
-        if ((rc = graph_keep(&t, o.limit)) != EMBER_OK)
+        if ((rc = em_graph_keep(&t, o.limit)) != EMBER_OK)
             goto out;
-        rows_sort(&t, o.cum_sort);
+        em_graph_sort(&t, o.cum_sort);
     }
     rows_mark_inline(&t, cutoff(base, o.edge_fraction));
     pr.out_unit = o.unit == NULL || strcmp(o.unit, "minimum") == 0 ?
-                  output_unit(&t, pr.total) : o.unit;
+                  em_graph_unit(&t, pr.total) : o.unit;
     print_labels(f, &t, &pr, dropped, drop_at, orig);
     print_rows(f, &t, &pr);
     if (ferror(f))
         rc = em_err(EMBER_EIO, "top: write failed");
 out:
-    top_free(&t);
+    em_graph_free(&t);
     return rc;
 }

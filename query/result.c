@@ -68,6 +68,7 @@ void em_result_free(ember_result *r)
     em_free(r->series);
     em_free(r->rows);
     em_free(r->column);
+    em_free(r->view_re);
     em_free(r->type);
     em_free(r->unit);
     for (size_t i = 0; i < r->nnotes; i++)

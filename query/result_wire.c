@@ -5,27 +5,36 @@
 ** the same renderers, byte for byte. Version 1 of the encoding:
 **
 **   "EMRW" 0x01                   magic and version
-**   kind  flags                   EMBER_RESULT_*; bit 0: ids_only
+**   kind  flags                   EMBER_RESULT_*; bit 0: ids_only, bit 1:
+**                                 a view follows the head
 **   ostr type, ostr unit, ostr column
 **   top_limit  from_ms* to_ms* step_ms*
+**   [view  str regex]             EM_VIEW_* (peek(P, "re")) and its regex
 **   nnotes  str...
 **   ngroups group...              profiles and diffs only
 **   nseries series...             series only
 **   nrows  str...                 tables only
 **
 **   group:  labels  nseries nprofiles  str sample_type  str unit
-**           pflags (bit 0 diff, bit 1 has_whole)  whole*
-**           nnames str...  nframes (fn flags)...
+**           pflags (bit 0 diff, bit 1 has_whole, bit 2 sites)  whole*
+**           nnames str...
+**           [granularity  nsrcs str...  site per name]      with bit 2
+**           nframes (fn flags)...
 **           nstacks (first nframes value* [base* when diff])...
 **           pprof: 0, or 1 + length then the gzipped profile.proto
 **   series: labels  n  time*... (each a delta from the one before)
 **           n doubles, 8 bytes little-endian each
 **   labels: n (str name, str value)...
+**   site:   fn file obj (each 0 for none, else 1 + its srcs index)
+**           flags  line*  start*  address
 **
 ** Every integer is a LEB128 varint, those marked * zig-zag signed; a str
 ** is its length and its bytes (no NUL among them); an ostr is 0 for NULL
 ** or 1 + the length, then the bytes. The pprof lets `-o pprof` work on a
 ** decoded result, which has no database to read symbols from.
+**
+** Flags a reader does not know make it refuse the result, so a part added
+** later (the view) is a flag, and results without it read as before.
 **
 ** The decoder treats its input as hostile: every count is checked against
 ** the bytes left before it sizes an allocation (each element takes at least
@@ -40,8 +49,10 @@
 #define WIRE_MAGIC "EMRW"
 #define WIRE_VERSION 1
 #define WIRE_IDS_ONLY 1u
+#define WIRE_VIEW 2u
 #define WIRE_DIFF 1u
 #define WIRE_HAS_WHOLE 2u
+#define WIRE_SITES 4u
 
 /* ---- encoding ------------------------------------------------------------------------ */
 
@@ -94,15 +105,41 @@ static void put_labels(wenc *w, const ember_label *l, size_t n)
     }
 }
 
+static void put_src(wenc *w, uint32_t id)
+{
+    put_u(w, id == EM_RSITE_NONE ? 0 : (uint64_t)id + 1);
+}
+
+static void put_sites(wenc *w, const em_rprofile *p)
+{
+    put_u(w, (uint64_t)p->granularity);
+    put_u(w, p->srcs.count);
+    for (uint32_t i = 0; i < p->srcs.count; i++)
+        put_str(w, em_strtab_get(&p->srcs, i));
+    for (uint32_t i = 0; i < p->names.count; i++) {
+        const em_rsite *s = &p->sites[i];
+        put_src(w, s->fn);
+        put_src(w, s->file);
+        put_src(w, s->obj);
+        put_u(w, s->flags);
+        put_i(w, s->line);
+        put_i(w, s->start);
+        put_u(w, s->address);
+    }
+}
+
 static void put_prof(wenc *w, const em_rprofile *p)
 {
     put_str(w, p->sample_type);
     put_str(w, p->unit);
-    put_u(w, (p->diff ? WIRE_DIFF : 0) | (p->has_whole ? WIRE_HAS_WHOLE : 0));
+    put_u(w, (p->diff ? WIRE_DIFF : 0) | (p->has_whole ? WIRE_HAS_WHOLE : 0) |
+             (p->sites != NULL ? WIRE_SITES : 0));
     put_i(w, p->whole);
     put_u(w, p->names.count);
     for (uint32_t i = 0; i < p->names.count; i++)
         put_str(w, em_strtab_get(&p->names, i));
+    if (p->sites != NULL)
+        put_sites(w, p);
     put_u(w, p->nframes);
     for (size_t i = 0; i < p->nframes; i++) {
         put_u(w, p->frames[i].fn);
@@ -177,7 +214,8 @@ static void put_result(wenc *w, const ember_result *r)
     put_bytes(w, WIRE_MAGIC, 4);
     put_u(w, WIRE_VERSION);
     put_u(w, (uint64_t)r->kind);
-    put_u(w, r->ids_only ? WIRE_IDS_ONLY : 0);
+    put_u(w, (r->ids_only ? WIRE_IDS_ONLY : 0) |
+             (r->view != EM_VIEW_NONE ? WIRE_VIEW : 0));
     put_ostr(w, r->type);
     put_ostr(w, r->unit);
     put_ostr(w, r->column);
@@ -185,6 +223,10 @@ static void put_result(wenc *w, const ember_result *r)
     put_i(w, r->from_ms);
     put_i(w, r->to_ms);
     put_i(w, r->step_ms);
+    if (r->view != EM_VIEW_NONE) {
+        put_u(w, (uint64_t)r->view);
+        put_str(w, r->view_re);
+    }
     put_u(w, r->nnotes);
     for (size_t i = 0; i < r->nnotes; i++)
         put_str(w, r->notes[i]);
@@ -340,6 +382,49 @@ static void get_names(wdec *d, em_rprofile *p)
     }
 }
 
+/* A site's string: 0 for none, else 1 + an index into P's srcs. */
+static uint32_t get_src(wdec *d, const em_rprofile *p)
+{
+    uint64_t v = get_u(d);
+
+    if (v > p->srcs.count)
+        bad(d, "a site's string out of range");
+    return v == 0 || d->rc != EMBER_OK ? EM_RSITE_NONE : (uint32_t)(v - 1);
+}
+
+static void get_sites(wdec *d, em_rprofile *p)
+{
+    uint64_t gran = get_u(d);
+    size_t n = get_count(d, "site string count past the end");
+
+    if (gran >= EM_GRAN_COUNT_ || gran == EM_GRAN_FUNCTIONS)
+        bad(d, "an unknown granularity");
+    p->granularity = (int)gran;
+    for (size_t i = 0; i < n && d->rc == EMBER_OK; i++) {
+        char *s = get_str(d);
+        uint32_t id = 0;
+        if (s != NULL)
+            d->rc = em_strtab_intern(&p->srcs, s, strlen(s), &id);
+        if (d->rc == EMBER_OK && id != i)
+            bad(d, "a site string given twice");
+        em_free(s);
+    }
+    p->sites = get_array(d, p->names.count, sizeof *p->sites);
+    p->cap_sites = p->sites != NULL ? p->names.count : 0;
+    for (uint32_t i = 0; i < p->names.count && d->rc == EMBER_OK; i++) {
+        em_rsite *s = &p->sites[i];
+        s->fn = get_src(d, p);
+        s->file = get_src(d, p);
+        s->obj = get_src(d, p);
+        s->flags = (uint32_t)get_u(d);
+        s->line = get_i(d);
+        s->start = get_i(d);
+        s->address = get_u(d);
+        if (s->flags & ~EM_RSITE_NAMED)
+            bad(d, "a site's flags out of range");
+    }
+}
+
 static void get_frames(wdec *d, em_rprofile *p)
 {
     size_t n = get_count(d, "frame count past the end");
@@ -383,13 +468,15 @@ static void get_prof(wdec *d, em_rprofile *p, bool diff)
     p->sample_type = get_str(d);
     p->unit = get_str(d);
     flags = get_u(d);
-    if (flags & ~(uint64_t)(WIRE_DIFF | WIRE_HAS_WHOLE) ||
+    if (flags & ~(uint64_t)(WIRE_DIFF | WIRE_HAS_WHOLE | WIRE_SITES) ||
         ((flags & WIRE_DIFF) != 0) != diff)
         bad(d, "profile flags do not fit the result's kind");
     p->diff = diff;
     p->has_whole = (flags & WIRE_HAS_WHOLE) != 0;
     p->whole = get_i(d);
     get_names(d, p);
+    if ((flags & WIRE_SITES) != 0 && d->rc == EMBER_OK)
+        get_sites(d, p);
     get_frames(d, p);
     get_stacks(d, p);
 }
@@ -506,6 +593,18 @@ static void get_notes(wdec *d, ember_result *r)
     }
 }
 
+static void get_view(wdec *d, ember_result *r)
+{
+    uint64_t view = get_u(d);
+
+    if (view < EM_VIEW_PEEK || view > EM_VIEW_LAST ||
+        (r->kind != EMBER_RESULT_PROFILE && d->rc == EMBER_OK))
+        bad(d, "a view that is unknown or not of a profile");
+    r->view_re = get_str(d);
+    if (d->rc == EMBER_OK)
+        r->view = (int)view;
+}
+
 static void get_head(wdec *d, ember_result *r)
 {
     uint64_t kind, flags;
@@ -520,7 +619,7 @@ static void get_head(wdec *d, ember_result *r)
     kind = get_u(d);
     flags = get_u(d);
     if (kind < EMBER_RESULT_PROFILE || kind > EMBER_RESULT_TABLE ||
-        (flags & ~(uint64_t)WIRE_IDS_ONLY) != 0)
+        (flags & ~(uint64_t)(WIRE_IDS_ONLY | WIRE_VIEW)) != 0)
         bad(d, "an unknown result kind or flag");
     r->kind = (int)kind;
     r->ids_only = (flags & WIRE_IDS_ONLY) != 0;
@@ -531,6 +630,8 @@ static void get_head(wdec *d, ember_result *r)
     r->from_ms = get_i(d);
     r->to_ms = get_i(d);
     r->step_ms = get_i(d);
+    if ((flags & WIRE_VIEW) != 0 && d->rc == EMBER_OK)
+        get_view(d, r);
 }
 
 int em_result_decode(const void *buf, size_t len, ember_result **out)

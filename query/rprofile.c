@@ -1,8 +1,9 @@
 /*
 ** query/rprofile.c: the resolved profile's storage, independent of the
 ** engine so that renderers can be tested on hand-built profiles (the
-** engine-facing builder is rbuild.c). Frames of all stacks share one array;
-** a stack is a (first, nframes) slice of it, leaf first.
+** engine-facing builder is rbuild.c, the sites of names rsites.c). Frames
+** of all stacks share one array; a stack is a (first, nframes) slice of
+** it, leaf first.
 */
 #include "query/query_int.h"
 
@@ -44,6 +45,8 @@ void em_rprofile_free(em_rprofile *p)
     if (p == NULL)
         return;
     em_strtab_free(&p->names);
+    em_strtab_free(&p->srcs);
+    em_free(p->sites);
     em_free(p->frames);
     em_free(p->stacks);
     em_free(p->sample_type);

@@ -194,6 +194,7 @@ static void query_render_opts(const query_args *a, ember_db *db, FILE *f,
                (a->color == COLOR_AUTO && em_cli_color_auto(f));
     o->width = a->width != 0 ? a->width : cols;
     o->query = a->text;
+    o->source_path = "";                /* list: sources as pprof finds them */
 }
 
 /* Renders to stdout or to the output file, which is only created once the

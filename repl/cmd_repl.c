@@ -234,6 +234,7 @@ static void repl_render_opts(const em_repl *r, FILE *f, const char *text,
     if (r->limit == 0 && rows > 0)
         o->max_lines = rows > 4 ? rows - 2 : 2;
     o->query = text;
+    o->source_path = "";                /* list: sources as pprof finds them */
 }
 
 static int repl_render(em_repl *r, const ember_result *res, const char *text)

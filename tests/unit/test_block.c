@@ -34,6 +34,7 @@
 #include <zlib.h>
 
 #include "engine/block.h"
+#include "engine/compact.h"
 #include "engine/store.h"
 #include "ingest/ingest.h"
 #include "ingest/pset.h"
@@ -1124,6 +1125,94 @@ static void test_chunk_raw_copy(void **state)
     tu_rmdir(dir);
 }
 
+/* Every profile of block B, series by series (in id order), as text. */
+static char *block_dump(em_block *b)
+{
+    const em_block_info *in = em_block_get_info(b);
+    tu_out o;
+    em_codec *c;
+
+    OK(em_codec_new(&c));
+    tu_out_open(&o);
+    for (uint32_t s = 0; s < in->nseries; s++) {
+        const em_bchunk *cs;
+        size_t n;
+        OK(em_block_chunks(b, s, &cs, &n));
+        for (size_t i = 0; i < n; i++) {
+            const uint8_t *p;
+            em_chunk ch;
+            em_chunk_profile *tp;
+            OK(em_block_chunk_bytes(b, &cs[i], &p));
+            OK(em_chunk_decode(c, p, (size_t)cs[i].len, EM_COL_ALL, &ch));
+            OK(em_chunk_transpose(&ch, &tp));
+            for (uint32_t k = 0; k < ch.h.nprofiles; k++) {
+                fprintf(o.f, "s%u t%" PRId64 " d%" PRId64 " p%" PRId64 ":", s,
+                        tp[k].time_ms, tp[k].duration_ns, tp[k].period);
+                for (uint32_t j = 0; j < tp[k].n; j++)
+                    fprintf(o.f, " %u=%" PRId64, tp[k].stacks[j], tp[k].values[j]);
+                fputc('\n', o.f);
+            }
+            free(tp);
+            em_chunk_release(&ch);
+        }
+    }
+    tu_out_close(&o);
+    em_codec_free(c);
+    return o.text;
+}
+
+/* Rewrites block A as block ID in DIR (per bucket RES, holding HOLD
+** samples of a series at most) and dumps it. */
+static char *rewrite_dump(em_block *a, const char *dir, uint64_t id,
+                          int64_t res, uint64_t hold, uint32_t *nchunks)
+{
+    em_rewrite_opts o = { .id = id, .level = 1, .resolution_ms = res,
+                          .from = INT64_MIN, .to = INT64_MAX, .dir = dir,
+                          .zstd_level = 3, .hold_samples = hold };
+    em_block_info info;
+    em_block *b;
+    char path[512], *text;
+
+    OK(em_rewrite(&a, 1, &o, &info));
+    snprintf(path, sizeof path, "%s/%016llx.block", dir, (unsigned long long)id);
+    OK(em_block_open(path, &b));
+    text = block_dump(b);
+    *nchunks = (uint32_t)info.nchunks;
+    em_block_close(b);
+    return text;
+}
+
+/* A rewrite that writes a series out as it goes (a few samples held at a
+** time) makes the same profiles as one that holds the whole series, as
+** stored and per bucket, in more chunks. */
+static void test_rewrite_hold(void **state)
+{
+    char *dir = tu_tmpdir("block-hold");
+    char path[512];
+    model m;
+    em_block_info info;
+    em_block *a;
+
+    EM_UNUSED(state);
+    model_build(&m, dir, "a.blk", 60, 4, 700, 50, &info);
+    snprintf(path, sizeof path, "%s/a.blk", dir);
+    OK(em_block_open(path, &a));
+    for (int k = 0; k < 2; k++) {
+        int64_t res = k ? 5 * 60000 : 0;
+        uint32_t n1, n2;
+        char *whole = rewrite_dump(a, dir, 10 + 2 * (uint64_t)k, res, 0, &n1);
+        char *held = rewrite_dump(a, dir, 11 + 2 * (uint64_t)k, res, 16, &n2);
+        assert_true(strlen(whole) > 1000);
+        assert_string_equal(whole, held);
+        assert_true(n2 > n1);       /* the small hold did write early */
+        free(whole);
+        free(held);
+    }
+    em_block_close(a);
+    model_free(&m);
+    tu_rmdir(dir);
+}
+
 static void test_open_errors(void **state)
 {
     char *dir = tu_tmpdir("block-open");
@@ -1859,6 +1948,7 @@ int main(void)
         cmocka_unit_test(test_limits),
         cmocka_unit_test(test_chunk_rules),
         cmocka_unit_test(test_chunk_raw_copy),
+        cmocka_unit_test(test_rewrite_hold),
         cmocka_unit_test(test_open_errors),
         cmocka_unit_test(test_abandon),
         cmocka_unit_test(test_threads),

@@ -513,6 +513,13 @@ static void test_detect(void **state)
     const char *collapsed = "# comment\n\nmain;work 12\n";
     const char *neg = "main;work -3\r\n";
     const char *prose = "Hello, this is not a profile.\n";
+    /* perf script --header without -g, its command line run on in a line
+    ** without '#' (issue 15), and a collapsed file's "# ========" */
+    const char *perf_hdr = "# ========\n# captured on    : Fri Nov 27 "
+                           "10:36:44 2026\n# cmdline : sh -c true\necho a\n"
+                           "# ========\n#\nsh  3909 70044.240730:    "
+                           "1001001 cpu-clock:  163a0 [unknown] (/x)\n";
+    const char *ruled = "# ========\n# title\n# ========\nmain;work 12\n";
     em_format f;
 
     (void)state;
@@ -524,6 +531,10 @@ static void test_detect(void **state)
                      EM_FORMAT_COLLAPSED);
     assert_int_equal(em_format_detect(neg, strlen(neg)), EM_FORMAT_COLLAPSED);
     assert_int_equal(em_format_detect(prose, strlen(prose)), EM_FORMAT_AUTO);
+    assert_int_equal(em_format_detect(perf_hdr, strlen(perf_hdr)),
+                     EM_FORMAT_PERF);
+    assert_int_equal(em_format_detect(ruled, strlen(ruled)),
+                     EM_FORMAT_COLLAPSED);
     assert_int_equal(em_format_detect("", 0), EM_FORMAT_AUTO);
     assert_int_equal(em_format_parse("perf", &f), EMBER_OK);
     assert_int_equal(f, EM_FORMAT_PERF);

@@ -467,6 +467,40 @@ static void test_header_wall_clock(void **state)
                    "S0 f@1 1\n");
 }
 
+/* perf script --header prints an argument of the recorded command line
+** as given, so one with a line break runs on in lines without '#' (issue
+** 15): inside the header block they are the field's, whatever they look
+** like (an event header, a frame, a blank line); reading a pipe, perf
+** prints the fields after the block and "# cmdline" runs to the next '#'. */
+static void test_header_multiline_field(void **state)
+{
+    const char *events = "a 1 7.0: c:\n\t1 f\n";
+    const char *want = "P0 perf_c:samples:count:c:count:delta {comm=a,"
+                       "event=c,tid=1} t=5000 d=10000000000 p=0\nS0 f@1 1\n";
+    char *in = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&in, &n);
+
+    (void)state;
+    fprintf(f, "# ========\n# captured on : Sat Nox 21 10:00:00 2026\n"
+            "# cmdline : perf record -- sh -c true\n"
+            "echo 12 34.5: y:\n\n\t./hot 4 \n  2 g (/x)\n"
+            "# event : name = cpu-clock\n# ========\n#\n%s", events);
+    fclose(f);
+    decode_ok(in, want);
+    free(in);
+    in = NULL;
+    f = open_memstream(&in, &n);
+    fprintf(f, "# ========\n# captured on : Sat Nox 21 10:00:00 2026\n"
+            "# ========\n#\n# hostname : vm\n# cmdline : sh -c a\n"
+            "b 1 2.0: c:\n\t3 g\n# event : name = c\n%s", events);
+    fclose(f);
+    decode_ok(in, want);
+    free(in);
+    /* "# ========" alone is a comment, not perf's header */
+    decode_ok("# ========\na 1 7.0: c:\n\t1 f\n# ========\n", want);
+}
+
 static void test_empty_and_odd_text(void **state)
 {
     (void)state;
@@ -529,6 +563,27 @@ static void test_bad_input(void **state)
                    "t.perf:1: unexpected NUL byte: not perf script text");
     decode_fails_n("\x1f\x8b\x08\x00\x00\x00", 6, EMBER_EINVAL,
                    "t.perf:1: unexpected NUL byte: not perf script text");
+}
+
+/* The header's continuation lines take nothing else: garbage after the
+** block is still an error at its line, and a block or "# cmdline" field
+** that nothing ends is one at the first line it took. */
+static void test_bad_header_block(void **state)
+{
+    (void)state;
+    decode_fails("# ========\n# captured on : x\n# cmdline : a\nb\n"
+                 "# ========\n#\nhello world\n", EMBER_EINVAL,
+                 "t.perf:7: " NOT_HDR);
+    decode_fails("# ========\nhello world\n", EMBER_EINVAL,
+                 "t.perf:2: " NOT_HDR);
+    decode_fails("#\n# ========\n# captured on : x\n# cmdline : a\n\nb\n"
+                 "a 1 7.0: c:\n\t1 f\n# time of last sample : 8.0\n",
+                 EMBER_EINVAL, "t.perf:6: taken as part of the perf script "
+                 "--header block of line 2, which no '# ========' line "
+                 "closes");
+    decode_fails("# cmdline : a\nb 1 7.0: c:\n\t1 f\n", EMBER_EINVAL,
+                 "t.perf:2: taken as part of the '# cmdline' header field "
+                 "of line 1, which no '#' line ends");
 }
 
 static void test_bad_label_value(void **state)
@@ -1049,6 +1104,51 @@ static void test_shape_inline(void **state)
     em_pset_free(&s);
 }
 
+/* How many times NEEDLE occurs in TEXT. */
+static size_t count_of(const char *text, const char *needle)
+{
+    size_t n = 0;
+
+    for (const char *p = text; (p = strstr(p, needle)) != NULL; p++)
+        n++;
+    return n;
+}
+
+/* perf record -g -- sh -c 'true<NL>echo 12 34.5: y:<NL><NL><TAB>./hot 4',
+** perf script --header: the command line runs on in three lines without
+** '#' (one like an event header, one blank, one TAB-led) inside the
+** header block; the samples are hot's alone (issue 15). */
+static void test_capture_cmdline(void **state)
+{
+    em_pset s;
+    size_t n;
+    char *text;
+    const char *chain = "level2 (/tmp/ember-perf/hot); level1 (/tmp/ember-"
+                        "perf/hot); main (/tmp/ember-perf/hot); "
+                        "__libc_start_call_main (/usr/lib/x86_64-linux-gnu/"
+                        "libc.so.6)]\n";
+    char hot[256], warm[256];
+
+    (void)state;
+    setenv("TZ", "UTC", 1);
+    tzset();
+    decode_capture("cmdline.txt", &s);
+    text = stacks_text(&s, FUNC | DSO, &n);
+    snprintf(hot, sizeof hot, "[ hot (/tmp/ember-perf/hot); %s", chain);
+    snprintf(warm, sizeof warm, "[ warm (/tmp/ember-perf/hot); %s", chain);
+    assert_int_equal(n, 6);             /* perf report: hot 4, warm 2 */
+    assert_int_equal(count_of(text, hot), 4);
+    assert_int_equal(count_of(text, warm), 2);
+    free(text);
+    assert_int_equal(s.nprofiles, 2);   /* hot's counts and nanoseconds */
+    assert_string_equal(plabel(&s.profiles[0], "comm"), "hot");
+    assert_string_equal(plabel(&s.profiles[0], "tid"), "23044");
+    /* the wall clock from the fields after the command line: captured on
+    ** 10:36:44 UTC, the last sample 12.020 ms after the first */
+    assert_int_equal(s.profiles[0].time_ms, 1795775804000 - 12);
+    em_pset_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1065,8 +1165,10 @@ int main(void)
         cmocka_unit_test(test_windows),
         cmocka_unit_test(test_labels_type_period),
         cmocka_unit_test(test_header_wall_clock),
+        cmocka_unit_test(test_header_multiline_field),
         cmocka_unit_test(test_empty_and_odd_text),
         cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_bad_header_block),
         cmocka_unit_test(test_bad_label_value),
         cmocka_unit_test(test_limits),
         cmocka_unit_test(test_bad_opts),
@@ -1074,6 +1176,7 @@ int main(void)
         cmocka_unit_test(test_capture_hot),
         cmocka_unit_test(test_capture_mt),
         cmocka_unit_test(test_capture_nog),
+        cmocka_unit_test(test_capture_cmdline),
         cmocka_unit_test(test_shape_full),
         cmocka_unit_test(test_shape_no_event),
         cmocka_unit_test(test_shape_no_time),

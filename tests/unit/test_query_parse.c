@@ -771,9 +771,10 @@ static void test_parse_error_messages(void **state)
           "call, found ')'\n    )\n    ^" },
         { "mege(cpu)",
           "parse error at column 1: unknown function \"mege\" (did you mean "
-          "merge?): expected one of merge, diff, focus, ignore, hide, show, "
-          "top, total, rate, sum, avg, max, min, count, topk, bottomk, "
-          "profile_types, label_names, label_values\n  mege(cpu)\n  ^" },
+          "merge?): expected one of merge, diff, normalize, focus, ignore, "
+          "hide, show, callers, callees, peek, list, granularity, top, total, "
+          "rate, sum, avg, max, min, count, topk, bottomk, profile_types, "
+          "label_names, label_values\n  mege(cpu)\n  ^" },
         { "cpu{__type__=\"x\"}",
           "parse error at column 5: the profile type is given twice (as a "
           "prefix or __type__=\"...\")\n  cpu{__type__=\"x\"}\n      ^" },
@@ -797,9 +798,10 @@ static void test_parse_error_messages(void **state)
 /* The rest of the language's errors: first line and caret column. */
 static void test_parse_error_lines(void **state)
 {
-    static const char fns_list[] = "merge, diff, focus, ignore, hide, show, "
-        "top, total, rate, sum, avg, max, min, count, topk, bottomk, "
-        "profile_types, label_names, label_values";
+    static const char fns_list[] = "merge, diff, normalize, focus, ignore, "
+        "hide, show, callers, callees, peek, list, granularity, top, total, "
+        "rate, sum, avg, max, min, count, topk, bottomk, profile_types, "
+        "label_names, label_values";
     static const char grouping[] = "by and without apply only to merge, sum, "
         "avg, max, min, count, topk and bottomk";
     static const char arg[] = "expected a selector, a function call, a number "

@@ -355,8 +355,33 @@ static void test_sampled_event(void **state)
     assert_int_equal(e.exit, 1);
 }
 
+/* The CPU time PID has had, in seconds (/proc/PID/stat's utime and
+** stime), or -1 when it cannot be read. */
+static double proc_cpu_s(pid_t pid)
+{
+    char path[64], buf[1024], *p;
+    unsigned long long ut = 0, st = 0;
+    FILE *f;
+    size_t n;
+
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    if ((f = fopen(path, "r")) == NULL)
+        return -1;
+    n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    /* the command name may hold spaces: fields count from its ')' */
+    if ((p = strrchr(buf, ')')) == NULL ||
+        sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+               &ut, &st) != 2)
+        return -1;
+    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
 /* A spinning child, sampled with a pid filter while this process spins
-** too: only the child's samples and events arrive. */
+** too: only the child's samples and events arrive, about FREQ a second of
+** the CPU the child had (not of the wall clock: on a busy machine it gets
+** less, and the sampler rightly samples it less). */
 static void test_pid_filter(void **state)
 {
     em_sampler_opts o = { .sz = sizeof o, .frequency = FREQ };
@@ -364,6 +389,7 @@ static void test_pid_filter(void **state)
     events e = { 0 };
     tally t = { 0 };
     pthread_t busy;
+    double cpu0, cpu1;
     int status;
     pid_t child;
 
@@ -384,17 +410,25 @@ static void test_pid_filter(void **state)
         kill(child, SIGKILL);
         fail_msg("em_sampler_open: %s", em_errmsg());
     }
+    cpu0 = proc_cpu_s(child);
     sleep_ms(1000);
+    cpu1 = proc_cpu_s(child);
     assert_int_equal(em_sampler_drain(s, tally_fn, &t, NULL), EMBER_OK);
     kill(child, SIGKILL);
     assert_int_equal(waitpid(child, &status, 0), child);
     poll_events(s, &e, 0);
     busy_stop(busy);
     em_sampler_close(s);
-    printf("pid %d: %llu samples, %llu of others, exit events %d, "
-           "others' events %d\n", (int)child, (unsigned long long)t.mine,
+    printf("pid %d: %llu samples in %.2f s of CPU, %llu of others, exit "
+           "events %d, others' events %d\n", (int)child,
+           (unsigned long long)t.mine, cpu1 - cpu0,
            (unsigned long long)t.others, e.exit, e.other);
-    assert_true(t.mine >= FREQ / 5);
+    assert_true(cpu0 >= 0 && cpu1 >= cpu0);
+    /* a fifth of the samples its CPU time is worth, the clock ticks'
+    ** rounding (a tick either side) allowed for */
+    assert_true((double)t.mine >=
+                FREQ * (cpu1 - cpu0 - 2.0 / (double)sysconf(_SC_CLK_TCK)) / 5);
+    assert_true(t.mine > 0 || cpu1 - cpu0 < 0.1);
     assert_int_equal(t.others, 0);
     assert_true(t.mine_in_spin * 2 >= t.mine);
     assert_int_equal(e.exit, 1);
