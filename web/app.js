@@ -17,9 +17,9 @@
 (function () {
   const A = window.EmberApi, $ = (id) => document.getElementById(id);
   const KEYS = ['q', 'from', 'to', 'by', 'cmp', 'bfrom', 'bto', 'cfrom',
-                'cto', 'bq', 'z', 's', 'v', 'o', 'sort', 'sw', 'src'];
+                'cto', 'bq', 'g', 'z', 's', 'v', 'o', 'sort', 'sw', 'src'];
   const RUN_KEYS = ['q', 'from', 'to', 'by', 'cmp', 'bfrom', 'bto', 'cfrom',
-                    'cto', 'bq'];
+                    'cto', 'bq', 'g'];
   const FUNCS = ['merge', 'diff', 'focus', 'ignore', 'hide', 'show', 'top',
     'total', 'rate', 'sum', 'avg', 'max', 'min', 'count', 'topk', 'bottomk',
     'callers', 'callees', 'profile_types', 'label_names', 'label_values'];
@@ -99,6 +99,7 @@
     $('bq').value = s.bq;
     if (document.activeElement !== $('search')) $('search').value = s.s;
     $('main').className = s.v;
+    $('gran').value = s.g;
     for (const b of $('views').children) b.classList.toggle('on', b.dataset.v === s.v);
     for (const b of $('orient').children) b.classList.toggle('on', b.dataset.o === s.o);
     const t = typeOf(s.q);
@@ -152,17 +153,29 @@
     return p;
   }
 
-  /* The profile query: the bar's, or the diff compare mode makes. */
+  /* The profile query: the bar's, or the diff compare mode makes; at the
+   * granularity chosen (granularity() applies to the whole of it). */
   function profileQuery(s, now) {
     const q = s.q.trim();
-    if (s.cmp === 'query' && s.bq.trim()) return 'diff(' + s.bq.trim() + ', ' + q + ')';
+    let p = q;
+    if (s.cmp === 'query' && s.bq.trim()) p = 'diff(' + s.bq.trim() + ', ' + q + ')';
     if (s.cmp === 'range') {
       const b = [A.time(s.bfrom, now), A.time(s.bto, now)];
       const c = [A.time(s.cfrom, now), A.time(s.cto, now)];
       if (![...b, ...c].some(isNaN))
-        return 'diff(' + A.withRange(q, b[0], b[1]) + ', ' + A.withRange(q, c[0], c[1]) + ')';
+        p = 'diff(' + A.withRange(q, b[0], b[1]) + ', ' + A.withRange(q, c[0], c[1]) + ')';
     }
-    return q;
+    return s.g ? 'granularity(' + p + ', "' + s.g + '")' : p;
+  }
+
+  /* The function a frame's name holds at granularity G: filters match
+   * function names whatever the granularity ("main.fib /src/main.go:55"
+   * is main.fib's; an address comes first). A file has none. */
+  function fnName(name, g) {
+    const w = name.split(' ');
+    if (g === 'addresses' && w.length > 1) return w[1];
+    if (g === 'filefunctions' || g === 'lines') return w[0];
+    return name;
   }
 
   function totalsQuery(s) {
@@ -444,15 +457,16 @@
     const li = e.target.closest('li');
     $('menu').hidden = true;
     if (!li || !menuName) return;
-    const name = menuName, re = A.exactRe(name), q = ember.state.q.trim();
+    const frame = menuName, name = fnName(frame, ember.state.g);
+    const re = A.exactRe(name), q = ember.state.q.trim();
     switch (li.dataset.a) {
       case 'focus': case 'ignore': case 'hide': case 'show':
         change({ q: li.dataset.a + '(' + q + ', ' + re + ')', z: [] });
         break;
       case 'sandwich': change({ sw: name, src: '' }); break;
       case 'source': change({ src: name, sw: '' }); break;
-      case 'search': change({ s: '^' + name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') + '$' }, false); break;
-      case 'copy': navigator.clipboard && navigator.clipboard.writeText(name); break;
+      case 'search': change({ s: '^' + frame.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') + '$' }, false); break;
+      case 'copy': navigator.clipboard && navigator.clipboard.writeText(frame); break;
     }
   }
 
@@ -539,7 +553,8 @@
     const s = ember.state, L = ember.last, body = $('pbody');
     $('ptitle').textContent = 'Source lines of ' + name;
     body.dataset.state = 'loading';
-    const v = viewQueries(profileQuery(s, L ? L.now : Date.now()), name).source;
+    // list() is at granularity lines by itself
+    const v = viewQueries(profileQuery(Object.assign({}, s, { g: '' }), L ? L.now : Date.now()), name).source;
     const p = Object.assign({ format: v.format }, L && L.from ? { from: L.from } : {}, L && L.to ? { to: L.to } : {});
     try {
       const text = await A.query(v.query, p);
@@ -675,6 +690,7 @@
     for (const id of ['from', 'to', 'bfrom', 'bto', 'cfrom', 'cto'])
       $(id).onchange = () => $('bar').requestSubmit();
     $('by').onchange = () => change({ by: $('by').value });
+    $('gran').onchange = () => change({ g: $('gran').value, z: [], sw: '', src: '' });
     $('cmp').onchange = () => compareToggle($('cmp').checked);
     $('cmpmode').onchange = () => compareToggle(true, $('cmpmode').value);
     $('bq').onchange = () => $('bar').requestSubmit();

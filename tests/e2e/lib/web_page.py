@@ -18,7 +18,8 @@ used as a person would, through W3C WebDriver (svg_click.py's client):
      ranges and draws a diff with change columns;
   5b. the frame menu's "Source lines" shows list()'s text or says it is
      not available; the download links answer pprof, svg and collapsed of
-     the page's query; Compare also diffs two queries;
+     the page's query; the granularity select draws source lines; Compare
+     also diffs two queries;
   6. the URL opened afresh gives the same view (query, zoom, search, what
      was drawn);
   7. a browser that prefers dark (emulated through chromedriver's CDP
@@ -354,6 +355,24 @@ def step_downloads(p):
     return len(got)
 
 
+def step_granularity(p):
+    """Frames as source lines (granularity()), then as functions again."""
+    def pick(g):
+        before = p.runs()
+        p.js("var s = document.getElementById('gran'); s.value = "
+             "arguments[0]; s.dispatchEvent(new Event('change'));", g)
+        p.wait_run(before, "granularity %r" % g)
+    pick("lines")
+    q = p.js("return ember.last.query;")
+    lines = p.js("return ember.flame.data.names.filter(n => "
+                 "/ \\S+:\\d+$/.test(n)).length;")
+    if not q.startswith("granularity(") or lines < 2:
+        raise Fail("granularity lines ran %r and drew %d line frames" %
+                   (q, lines))
+    pick("")
+    return lines
+
+
 def step_compare(p):
     """5: a drag selects a range; Compare draws a diff of two ranges."""
     # the change search and sandwich made are not wanted here
@@ -444,18 +463,20 @@ def run(a):
         sw = step_sandwich(p, a.hottest)
         src = step_source(p, a.hottest)
         ndl = step_downloads(p)
+        nlines = step_granularity(p)
         diff = step_compare(p)
         step_link(p, url, shared)
         step_dark(p)
         print("ok: %s drawn first (%d frames, %d nodes); stacked by %s: "
               "%d bands; clicked %r: zoomed "
               "%s, reset and back work; search %r: %d frames, %d rows; %s; "
-              "%s; %d downloads answer; compare: %s drew %d nodes, and two "
+              "%s; %d downloads answer; %d line frames at granularity lines; "
+              "compare: %s drew %d nodes, and two "
               "queries; the shared link gave the same view; dark theme "
               "followed the browser"
               % (a.hottest, v["drawn"], v["nodes"], a.label, len(bands),
                  name, " > ".join(z),
-                 a.search, hits, rows, sw, src, ndl,
+                 a.search, hits, rows, sw, src, ndl, nlines,
                  diff["query"][:60] + "...",
                  diff["drawn"]))
     finally:
