@@ -59,8 +59,20 @@ CLI_SRC := $(wildcard repl/*.c)
 SERVE_PROTO := $(wildcard proto/pyroscope/*.proto)
 SERVE_PROTO_C := $(SERVE_PROTO:%.proto=$(BUILD)/gen/%.pb-c.c)
 SERVE_PROTO_H := $(SERVE_PROTO_C:.c=.h)
+# The page of `ember serve` (docs/web.md): web/'s files and uPlot, which
+# npm installs into BUILD/web-node as web/package-lock.json pins it, made
+# one C file of arrays (scripts/web-embed.sh) that the program links.
+WEB_NODE := $(BUILD)/web-node
+UPLOT := $(WEB_NODE)/node_modules/uplot/dist
+WEB_SRC := $(wildcard web/*.html web/*.css web/*.js web/*.svg)
+WEB_MAP := web/index.html=/ $(filter-out web/index.html=%, \
+             $(foreach f,$(WEB_SRC),$(f)=/ui/$(notdir $(f)))) \
+           $(UPLOT)/uPlot.iife.min.js=/ui/uplot.js \
+           $(UPLOT)/uPlot.min.css=/ui/uplot.css
+WEB_C := $(BUILD)/gen/web/assets.c
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/obj/%.o) \
-           $(SERVE_PROTO_C:$(BUILD)/gen/%.c=$(BUILD)/obj/gen/%.o)
+           $(SERVE_PROTO_C:$(BUILD)/gen/%.c=$(BUILD)/obj/gen/%.o) \
+           $(BUILD)/obj/gen/web/assets.o
 TEST_COMMON := $(wildcard tests/unit/common/*.c)
 TEST_COMMON_OBJ := $(TEST_COMMON:%.c=$(BUILD)/obj/%.o)
 TEST_SRC := $(wildcard tests/unit/test_*.c)
@@ -114,6 +126,21 @@ $(BUILD)/gen/proto/pyroscope/%.pb-c.c $(BUILD)/gen/proto/pyroscope/%.pb-c.h: \
 	@mkdir -p $(BUILD)/gen
 	@$(if $(Q),echo "  PROTOC  $<")
 	$(Q)protoc-c --c_out=$(BUILD)/gen -I. $<
+
+$(WEB_NODE)/stamp: web/package.json web/package-lock.json
+	@$(if $(Q),echo "  NPM     uplot into $(WEB_NODE)")
+	$(Q)rm -rf $(WEB_NODE) && mkdir -p $(WEB_NODE)
+	$(Q)cp web/package.json web/package-lock.json $(WEB_NODE)/
+	$(Q)cd $(WEB_NODE) && npm ci --no-audit --no-fund --ignore-scripts \
+	  --loglevel=error > npm.log 2>&1 || { cat npm.log >&2; \
+	  echo "make: npm ci of web/package-lock.json failed (uPlot for the" \
+	  "page): it needs the npm registry" >&2; exit 1; }
+	$(Q)touch $@
+
+$(WEB_C): $(WEB_SRC) $(WEB_NODE)/stamp scripts/web-embed.sh
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  EMBED   $@")
+	$(Q)sh scripts/web-embed.sh $@ $(WEB_MAP)
 
 $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c $(PROTO_H) $(SERVE_PROTO_H)
 	@mkdir -p $(@D)
@@ -241,9 +268,14 @@ FUZZ_CLI_OBJ := $(filter-out build/fuzz/obj/repl/main.o, \
                   $(CLI_SRC:%.c=build/fuzz/obj/%.o)) \
                 build/fuzz/obj/repl/main-local.o \
                 $(SERVE_PROTO:%.proto=build/fuzz/obj/%.pb-c.o) \
+                build/fuzz/obj/gen/web/assets.o \
                 $(patsubst %.c,build/fuzz/obj/%.o,$(filter bpf/%,$(LIB_SRC)))
 build/fuzz/obj/proto/pyroscope/%.pb-c.o: $(BUILD)/gen/proto/pyroscope/%.pb-c.c \
     $(HEADERS) $(SERVE_PROTO_H)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  FUZZCC  $<")
+	$(Q)clang $(FUZZ_OBJ_FLAGS) -c $< -o $@
+build/fuzz/obj/gen/web/assets.o: $(WEB_C) $(HEADERS) $(SERVE_PROTO_H)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  FUZZCC  $<")
 	$(Q)clang $(FUZZ_OBJ_FLAGS) -c $< -o $@

@@ -121,12 +121,17 @@ typedef struct em_req {
     em_stream *stream;          /* a streamed answer's: its bytes sent */
 } em_req;
 
+#define EM_RESP_MAX_HEADERS 4
+
 /* A handler's answer: BODY, or else STREAM (owned) writes it. */
 typedef struct em_resp {
     unsigned status;
     const char *ctype;
     em_buf body;
     em_stream *stream;
+    const char *headers[EM_RESP_MAX_HEADERS][2];   /* more: name, value
+                                ** (static strings; the page's caching) */
+    size_t nheaders;
 } em_resp;
 
 typedef int (*em_handler)(em_req *rq, em_resp *rs);
@@ -172,6 +177,33 @@ void em_strset_free(em_strset *s);
 ** and *BAD set. */
 int em_serve_query_limits(em_req *rq, em_resp *rs, ember_query_opts *o,
                           bool *bad);
+
+/* ---- serve_web.c: the page ----------------------------------------------- */
+
+/* One file of web/, built into the binary (scripts/web-embed.sh writes the
+** table into BUILD/gen/web/assets.c). */
+typedef struct em_web_asset {
+    const char *path;           /* the URL path: "/", "/ui/app.js" */
+    const char *ctype;
+    const unsigned char *data;
+    size_t len;
+    const char *etag;           /* quoted, from the bytes' SHA-256 */
+} em_web_asset;
+
+extern const em_web_asset em_web_assets[];
+extern const size_t em_web_nassets;
+
+/* GET / and /ui/NAME: the page and its files, revalidated by ETag. */
+int em_h_web(em_req *rq, em_resp *rs);
+
+/* ---- serve_levels.c: format=levels, the page's flame graph ---------------- */
+
+/* EMBER_OK when R renders as levels (a profile or diff of one group at
+** most), else EMBER_EINVAL saying why. */
+int em_serve_levels_fits(const ember_result *r);
+/* R's one profile as levels in JSON (docs/protocol.md); MAX_NODES > 0 cuts
+** the smaller nodes into "other" (em_levels_build). */
+int em_serve_levels(FILE *f, const ember_result *r, int64_t max_nodes);
 
 /* Pyroscope's POST /ingest (serve_pyroscope.c). */
 int em_h_ingest(em_req *rq, em_resp *rs);

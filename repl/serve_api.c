@@ -84,6 +84,8 @@ static const char *format_ctype(const char *format)
         return "application/json";
     if (strcmp(format, "svg") == 0)
         return "image/svg+xml";
+    if (strcmp(format, "levels") == 0)
+        return "application/json";
     if (strcmp(format, "csv") == 0)
         return "text/csv; charset=utf-8";
     if (em_render_binary(format))
@@ -221,6 +223,8 @@ static int query_render_run(void *ctx, FILE *f)
 {
     const query_render *qr = ctx;
 
+    if (strcmp(qr->format, "levels") == 0)      /* the page's, serve_levels.c */
+        return em_serve_levels(f, qr->r, (int64_t)qr->o.limit);
     return em_render_result(f, qr->r, qr->format, &qr->o);
 }
 
@@ -330,7 +334,10 @@ static int h_query(em_req *rq, em_resp *rs)
                       &r);
     if (rc == EMBER_OK && strcmp(p.format, "result") == 0)
         return query_result(rs, r);         /* the client's, whole */
-    if (rc == EMBER_OK && !em_render_fits(ember_result_kind(r), p.format)) {
+    if (rc == EMBER_OK && strcmp(p.format, "levels") == 0)
+        rc = em_serve_levels_fits(r);
+    else if (rc == EMBER_OK &&
+               !em_render_fits(ember_result_kind(r), p.format)) {
         char *out = NULL;       /* says which formats fit, as the CLI */
         size_t len;
         rc = ember_result_render(NULL, r, p.format, NULL, &out, &len);
@@ -943,6 +950,9 @@ const em_route em_routes[] = {
       EM_BODY_RAW, true },
     { "/metrics", EM_GET, h_metrics, false, EM_BODY_FORM, false },
     { "/healthz", EM_GET, h_health, true, EM_BODY_FORM, false },
+    /* the page holds no data (it asks the API, with the token): open */
+    { "/", EM_GET, em_h_web, true, EM_BODY_FORM, false },
+    { "/ui/*", EM_GET, em_h_web, true, EM_BODY_FORM, false },
     { "/readyz", EM_GET, h_ready, true, EM_BODY_FORM, false },
 };
 const size_t em_nroutes = sizeof em_routes / sizeof em_routes[0];

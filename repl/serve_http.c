@@ -457,6 +457,8 @@ static enum MHD_Result queue(em_req *rq, em_resp *rs)
     if (rs->status == 401)
         MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
                                 "Bearer");
+    for (size_t i = 0; i < rs->nheaders; i++)
+        MHD_add_response_header(r, rs->headers[i][0], rs->headers[i][1]);
     rq->status = rs->status;
     ok = MHD_queue_response(rq->conn, rs->status, r);
     MHD_destroy_response(r);

@@ -22,3 +22,5 @@ echo "== ember query -d $db -o top --limit 15 '{service=\"$svc\"}'"
 echo
 echo "Explore it: $ember query -d $db -o collapsed '{service=\"$svc\"}'"
 echo "            $ember help query"
+echo "See it in a browser: $ember serve -d $db --listen tcp:4040" \
+     "then open http://127.0.0.1:4040/ (docs/web.md)"

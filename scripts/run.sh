@@ -3,7 +3,8 @@
 # with `ember record` (eBPF, every process) for 10 seconds into DB, with a
 # busy demo workload (tests/fixtures/busy.c) when the machine is idle,
 # then prints the top functions of the whole machine, a flame graph of the
-# busiest process and how to open the REPL on DB. Without root (or BPF,
+# busiest process, how to open the REPL on DB and how to see it in a
+# browser (ember serve's page, docs/web.md). Without root (or BPF,
 # BTF, perf events) it says why and shows the generated demo database
 # (scripts/demo.sh, `make demo`) instead.
 set -eu
@@ -72,3 +73,5 @@ echo
 echo "Explore it: $ember repl -d $db"
 echo "  then try: top(merge($type{comm=\"$comm\"}), 10)   .help lists the rest"
 echo "            sum by (comm) (total($type))"
+echo "See it in a browser: $ember serve -d $db --listen tcp:4040" \
+     "then open http://127.0.0.1:4040/ (docs/web.md)"
