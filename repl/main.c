@@ -147,7 +147,7 @@ const em_cmd em_commands[] = {
       "[--token-file F] [--tls-cert F --tls-key F] [--access-log F|-|off] "
       "[--max-body N] [--max-connections N] [--threads N] "
       "[--idle-timeout S] [--query-timeout D] [--query-memory N] "
-      "[--compact-every D] [--compact-head D] [--compact-block D] "
+      "[--source-path DIRS] [--compact-every D] [--compact-head D] [--compact-block D] "
       "[--compact-merge D] [--compact-retention R] "
       "[--compact-downsample S]",
       "serve the database over HTTP until SIGINT or SIGTERM",
@@ -172,6 +172,10 @@ const em_cmd em_commands[] = {
       "  --query-timeout D   a query's time (default 30s, 0: none): 504;\n"
       "                      a request's timeout parameter may lower it\n"
       "  --query-memory N    a query's memory (default 1G, 0: none): 422\n"
+      "  --source-path DIRS  list() shows source text read from the files\n"
+      "                      profiles name, as pprof's -source_path (':'\n"
+      "                      between directories); default: never read,\n"
+      "                      line numbers alone. Only for trusted profiles\n"
       "  --compact-every D   run ember compact in the background every D\n"
       "                      (default 1h, the first after 0.5 to 1.5 D;\n"
       "                      0: never); a line per run on stderr\n"

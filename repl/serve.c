@@ -375,6 +375,7 @@ static int serve_option(em_serve_opts *o, int c, const char *arg)
     case 'C': o->tls_cert = arg; return 0;
     case 'K': o->tls_key = arg; return 0;
     case 'a': o->access_log = arg; return 0;
+    case 'S': o->source_path = arg; return 0;
     case 'b':
         if (em_cli_size(arg, &o->max_body) != 0)
             return em_cli_fail(2, "serve", "--max-body %s: expected bytes "
@@ -425,6 +426,7 @@ static int serve_args(em_serve_opts *o, int argc, char **argv)
         { "idle-timeout", required_argument, NULL, 'i' },
         { "query-timeout", required_argument, NULL, 'q' },
         { "query-memory", required_argument, NULL, 'm' },
+        { "source-path", required_argument, NULL, 'S' },
         { "compact-every", required_argument, NULL, EM_OPT_COMPACT_EVERY },
         EM_COMPACT_LONGOPTS("compact-"),
         { NULL, 0, NULL, 0 },

@@ -56,6 +56,8 @@ typedef struct em_serve_opts {
     int64_t query_timeout_ms;   /* a query's time; 0: none (a request may
                                 ** ask for less, never more) */
     uint64_t query_max_bytes;   /* a query's memory; 0: none */
+    const char *source_path;    /* list(): where source files are read
+                                ** (pprof's -source_path); NULL: never */
     em_compact_sched_opts compact;  /* --compact-every and its runs' */
 } em_serve_opts;
 

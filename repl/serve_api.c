@@ -171,7 +171,8 @@ static int query_params_read(em_req *rq, em_resp *rs, query_params *p,
     p->text = em_req_param(rq, "query");
     p->format = em_req_param(rq, "format");
     p->q = (ember_query_opts){ .sz = sizeof p->q };
-    p->r = (em_render_opts){ .sz = sizeof p->r, .query = p->text };
+    p->r = (em_render_opts){ .sz = sizeof p->r, .query = p->text,
+                             .source_path = rq->srv->opts.source_path };
     if (p->text == NULL || p->text[0] == '\0') {
         *bad = true;
         return em_resp_error(rs, 400, "bad_data", "query: the parameter "

@@ -208,6 +208,41 @@ grep -q "^ *[0-9.a-z]* *[0-9.a-z]* *[0-9]*:func fib(n int) int {" "$tmp/got" ||
 same_list "$tmp/gendb" "$gen" 'main\.' '--unit ms' '-unit=ms'
 same_list "$tmp/gendb" "$gen" 'main\.(fib|work)' '--cum' '-cum'
 
+# ---- list over HTTP: a server reads sources only with --source-path -----------
+
+sock=$tmp/s.sock
+# serve_list OUT ARGS...: list(cpu, `^main\.fib$`) from `ember serve ARGS`
+serve_list() {
+    out=$1
+    shift
+    rm -f "$sock"
+    $EMBER serve -d "$tmp/gendb" --listen "unix:$sock" --access-log off \
+        --compact-every 0 "$@" 2> "$tmp/slog" &
+    spid=$!
+    for _ in $(seq 200); do
+        grep -q 'listening on' "$tmp/slog" 2> /dev/null && break
+        sleep 0.05
+    done
+    curl -s --unix-socket "$sock" -G http://ember/api/v1/query \
+        --data-urlencode 'query=list(cpu, `^main\.fib$`)' -d format=top > "$out" ||
+        die "curl: list over HTTP"
+    kill -TERM "$spid"
+    wait "$spid" || die "ember serve $*: exit $?: $(tail -3 "$tmp/slog")"
+}
+serve_list "$tmp/http_plain"
+serve_list "$tmp/http_src" --source-path ""
+$EMBER query -d "$tmp/gendb" 'list(cpu, `^main\.fib$`)' > "$tmp/cli_src"
+checks=$((checks + 1))
+cmp -s "$tmp/http_src" "$tmp/cli_src" ||
+    fail "list() over HTTP with --source-path differs from ember query's"
+grep -q 'func fib(n int) int {' "$tmp/http_src" ||
+    fail "list() over HTTP with --source-path shows no source text"
+if grep -q 'func fib' "$tmp/http_plain"; then
+    fail "ember serve read a source file without --source-path"
+fi
+grep -q ' Error: ' "$tmp/http_plain" ||
+    fail "list() over HTTP without --source-path does not say why no text"
+
 # ---- normalize ------------------------------------------------------------------
 
 ndb=$tmp/ndb
