@@ -20,8 +20,9 @@
 #            tables: chunks, symbols (records, hash indexes and function
 #            postings of strings..stacks) per distinct stack, LMDB's free
 #            pages (the data file less the pages of all tables);
-#   after    `ember compact --head 0` (default 2 h blocks; synth also with
-#            one block for the day, what merging blocks would give): `du`
+#   after    `ember compact --head 0` (2 h blocks cut from the head, then
+#            merged into one block a day; synth also cut into day blocks
+#            at once, `--block 24h`): `du`
 #            per sample, and bench/bench_blocks's sum of the block files'
 #            sections per distinct stack (the stacks `ember stats` counted
 #            before: the same stack in two blocks is paid twice);
@@ -255,19 +256,19 @@ report() {
     echo '```'
     cat "$work/real.compact"
     echo '```'
-    report synth "Synthetic 24 h set (bench_engine, seed 1), default 2 h blocks" "<= 1.2"
+    report synth "Synthetic 24 h set (bench_engine, seed 1), 2 h blocks merged per day" "<= 1.2"
     echo
-    echo "The same with one block for the day (\`--block 24h\`, what merging blocks would give):" \
+    echo "The same cut into day blocks at once (\`--block 24h\`, no merge step):" \
          "$(get synth_day du1) bytes, $(div "$(get synth_day du1)" "$(get synth samples)")" \
          "per sample, symbols $(div "$(get synth_day block_symbols)" "$(get synth stacks)" 1) per" \
          "distinct stack, $(get synth_day blocks) block(s) (the set's last step is at midnight," \
          "which opens the next day's window)."
     echo
-    echo "Where the block bytes go (synthetic, 2 h blocks):"
+    echo "Where the block bytes go (synthetic):"
     echo
     sed '$d' "$work/synth.blocks"
     echo
-    echo "Compaction (synthetic, 2 h blocks):"
+    echo "Compaction (synthetic):"
     echo
     echo '```'
     cat "$work/synth.compact"

@@ -620,6 +620,11 @@ typedef struct em_levels {
 ** diff's levels (Pyroscope's FlameGraphDiff). Free with em_levels_free. */
 int em_levels_build(const em_rprofile *p, int64_t max_nodes, em_levels *out);
 void em_levels_free(em_levels *l);
+/* R (a profile or a diff of one group at most) as levels JSON
+** (query/render_json.c), MAX_NODES as em_levels_build's; the server's
+** format=levels. em_render_levels_fits says whether R can be. */
+int em_render_levels_fits(const ember_result *r);
+int em_render_levels_json(FILE *f, const ember_result *r, int64_t max_nodes);
 
 /* ---- rendering results (query/render.c dispatches) ------------------------ */
 

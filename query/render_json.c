@@ -13,6 +13,19 @@
 **                  {"labels":{..},"points":[[t_ms,v],...]},...]}
 **   table         {"kind":"table","column":"label","rows":["a",...]}
 **
+** And a profile or a diff as the flame graph "levels" of
+** query/render_levels.c (em_render_levels_json; the server's
+** format=levels, the compact shape the web page draws on a canvas):
+**
+**   {"kind":"profile"|"diff","type":T,"unit":U,"sample_type":S,"total":N,
+**    "whole":N,"max_self":N,["base_total":N,"target_total":N,]
+**    "names":["total",...],"levels":[[x,total,self,name, ...],...]}
+**
+** one array per depth, root first, four integers a node (x from the end of
+** the node before it in the level), seven for a diff (base x, total, self,
+** then target x, total, self, then the name). "whole" is the total before
+** focus or ignore (the denominator of percentages, as pprof's).
+**
 ** A profile is its call tree (em_ctree), not a list of stacks: shared
 ** prefixes are written once, and the node shape ({name, value, children},
 ** value inclusive) is what d3-flame-graph loads as is; its differential
@@ -345,4 +358,112 @@ int em_render_json(FILE *f, const ember_result *r, const em_render_opts *o)
     if (rc == EMBER_OK && ferror(f))
         rc = em_err(EMBER_EIO, "json: write failed");
     return rc;
+}
+
+/* ---- flame graph levels (the page's format=levels) ------------------------------ */
+
+/* ,"KEY":V and ,"KEY":"V" (null for NULL) */
+static void lv_field(jw *w, const char *key, int64_t v)
+{
+    jw_str(w, ",\"");
+    jw_str(w, key);
+    jw_str(w, "\":");
+    jw_i64(w, v);
+}
+
+static void lv_field_str(jw *w, const char *key, const char *v)
+{
+    jw_str(w, ",\"");
+    jw_str(w, key);
+    jw_str(w, "\":");
+    if (v == NULL)
+        jw_str(w, "null");
+    else
+        jw_string(w, v);
+}
+
+static void levels_head(jw *w, const ember_result *r, const em_rprofile *p,
+                        const em_levels *lv)
+{
+    jw_str(w, lv->diff ? "{\"kind\":\"diff\"" : "{\"kind\":\"profile\"");
+    lv_field_str(w, "type", r->type);
+    lv_field_str(w, "unit", p->unit);
+    lv_field_str(w, "sample_type", p->sample_type);
+    lv_field(w, "total", lv->diff ? lv->target_total : lv->total);
+    lv_field(w, "whole", p->has_whole ? p->whole
+             : lv->diff ? lv->target_total : lv->total);
+    if (lv->diff) {
+        lv_field(w, "base_total", lv->base_total);
+        lv_field(w, "target_total", lv->target_total);
+    }
+    lv_field(w, "max_self", lv->max_self);
+}
+
+static void levels_body(jw *w, const em_levels *lv)
+{
+    jw_str(w, ",\n\"names\":[");
+    for (size_t i = 0; i < lv->nnames; i++) {
+        if (i > 0)
+            jw_put(w, ",", 1);
+        jw_string(w, lv->names[i]);
+    }
+    jw_str(w, "],\n\"levels\":[");
+    for (size_t d = 0; d < lv->nlevels; d++) {
+        const em_level *l = &lv->levels[d];
+        jw_str(w, d > 0 ? ",\n[" : "\n[");
+        for (size_t i = 0; i < l->n; i++) {
+            if (i > 0)
+                jw_put(w, ",", 1);
+            jw_i64(w, l->values[i]);
+        }
+        jw_put(w, "]", 1);
+    }
+    jw_str(w, "]}\n");
+}
+
+int em_render_levels_fits(const ember_result *r)
+{
+    if (r->kind != EMBER_RESULT_PROFILE && r->kind != EMBER_RESULT_DIFF)
+        return em_err(EMBER_EINVAL, "format=levels renders profiles and "
+                      "diffs, not this query's %s result",
+                      r->kind == EMBER_RESULT_SERIES ? "series" : "table");
+    if (r->ngroups > 1)
+        return em_err(EMBER_EINVAL, "format=levels holds one profile but "
+                      "the result has %zu groups: drop the `by` grouping",
+                      r->ngroups);
+    return EMBER_OK;
+}
+
+int em_render_levels_json(FILE *f, const ember_result *r, int64_t max_nodes)
+{
+    em_rprofile empty = { 0 };
+    const em_rprofile *p = &empty;
+    em_levels lv;
+    jw *w;
+    int rc;
+
+    if ((rc = em_render_levels_fits(r)) != EMBER_OK)
+        return rc;
+    if (r->ngroups == 1)
+        p = &r->groups[0].prof;
+    else if ((rc = em_rprofile_init(&empty, r->type)) != EMBER_OK)
+        return rc;
+    empty.diff = r->kind == EMBER_RESULT_DIFF;
+    if ((w = em_malloc(sizeof *w)) == NULL) {
+        em_rprofile_free(&empty);
+        return em_err(EMBER_ENOMEM, "format=levels: a write buffer");
+    }
+    w->f = f;
+    w->len = 0;
+    rc = em_levels_build(p, max_nodes, &lv);
+    if (rc == EMBER_OK) {
+        levels_head(w, r, p, &lv);
+        levels_body(w, &lv);
+        jw_flush(w);
+        em_levels_free(&lv);
+    }
+    em_free(w);
+    em_rprofile_free(&empty);
+    return rc == EMBER_OK && ferror(f) ? em_err(EMBER_EIO, "format=levels: "
+                                                "write failed") : rc;
 }

@@ -198,15 +198,6 @@ extern const size_t em_web_nassets;
 /* GET / and /ui/NAME: the page and its files, revalidated by ETag. */
 int em_h_web(em_req *rq, em_resp *rs);
 
-/* ---- serve_levels.c: format=levels, the page's flame graph ---------------- */
-
-/* EMBER_OK when R renders as levels (a profile or diff of one group at
-** most), else EMBER_EINVAL saying why. */
-int em_serve_levels_fits(const ember_result *r);
-/* R's one profile as levels in JSON (docs/protocol.md); MAX_NODES > 0 cuts
-** the smaller nodes into "other" (em_levels_build). */
-int em_serve_levels(FILE *f, const ember_result *r, int64_t max_nodes);
-
 /* Pyroscope's POST /ingest (serve_pyroscope.c). */
 int em_h_ingest(em_req *rq, em_resp *rs);
 

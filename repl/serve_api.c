@@ -224,8 +224,8 @@ static int query_render_run(void *ctx, FILE *f)
 {
     const query_render *qr = ctx;
 
-    if (strcmp(qr->format, "levels") == 0)      /* the page's, serve_levels.c */
-        return em_serve_levels(f, qr->r, (int64_t)qr->o.limit);
+    if (strcmp(qr->format, "levels") == 0)  /* the page's (render_json.c) */
+        return em_render_levels_json(f, qr->r, (int64_t)qr->o.limit);
     return em_render_result(f, qr->r, qr->format, &qr->o);
 }
 
@@ -336,7 +336,7 @@ static int h_query(em_req *rq, em_resp *rs)
     if (rc == EMBER_OK && strcmp(p.format, "result") == 0)
         return query_result(rs, r);         /* the client's, whole */
     if (rc == EMBER_OK && strcmp(p.format, "levels") == 0)
-        rc = em_serve_levels_fits(r);
+        rc = em_render_levels_fits(r);
     else if (rc == EMBER_OK &&
                !em_render_fits(ember_result_kind(r), p.format)) {
         char *out = NULL;       /* says which formats fit, as the CLI */

@@ -1,6 +1,6 @@
 /*
  * web/flame.js: the flame graph of the page, drawn on a canvas from the
- * "levels" of /api/v1/query?format=levels (repl/serve_levels.c).
+ * "levels" of /api/v1/query?format=levels (query/render_json.c).
  *
  * Levels come as one array per depth, four integers a node (x offset from
  * the end of the node before it, total, self, name index), seven for a

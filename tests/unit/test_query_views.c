@@ -916,24 +916,7 @@ static void test_normalize(void **state)
 
 static void fail_each(const char *text)
 {
-    int rc = EMBER_ENOMEM;
-    uint64_t i;
-
-    for (i = 1; rc != EMBER_OK && i < 100000; i++) {
-        ember_result *r = NULL;
-        em_alloc_fail_at(i);
-        rc = ember_query(fx.db, text, NULL, &r);
-        em_alloc_fail_at(0);
-        if (rc != EMBER_OK) {
-            assert_null(r);
-            if (rc != EMBER_ENOMEM)
-                fail_msg("%s: allocation %llu: %d %s", text,
-                         (unsigned long long)i, rc, ember_errmsg(fx.db));
-        }
-        ember_result_free(r);
-    }
-    assert_int_equal(rc, EMBER_OK);
-    assert_true(i > 10);
+    tu_query_fail_each(fx.db, text, NULL);
 }
 
 static void test_out_of_memory(void **state)

@@ -180,3 +180,26 @@ void tu_out_close(tu_out *o)
 {
     assert_int_equal(fclose(o->f), 0);
 }
+
+void tu_query_fail_each(ember_db *db, const char *text,
+                        const ember_query_opts *o)
+{
+    int rc = EMBER_ENOMEM;
+    uint64_t i;
+
+    for (i = 1; rc != EMBER_OK && i < 100000; i++) {
+        ember_result *r = NULL;
+        em_alloc_fail_at(i);
+        rc = ember_query(db, text, o, &r);
+        em_alloc_fail_at(0);
+        if (rc != EMBER_OK) {
+            assert_null(r);
+            if (rc != EMBER_ENOMEM)
+                fail_msg("%s: allocation %llu: %d %s", text,
+                         (unsigned long long)i, rc, ember_errmsg(db));
+        }
+        ember_result_free(r);
+    }
+    assert_int_equal(rc, EMBER_OK);
+    assert_true(i > 10);
+}

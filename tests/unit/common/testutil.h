@@ -66,4 +66,11 @@ void tu_out_close(tu_out *o);
 uint8_t *tu_pprof_synth(uint64_t nsamples, uint32_t nlocs, uint32_t depth,
                         uint64_t seed, size_t *len);
 
+/* Runs TEXT on DB (options O, may be NULL) with its i-th allocation
+** failing, for i = 1, 2, ... until it succeeds: each failure must be
+** EMBER_ENOMEM with no result, and the query must make more than ten
+** allocations (the check reaches something). */
+void tu_query_fail_each(ember_db *db, const char *text,
+                        const ember_query_opts *o);
+
 #endif
