@@ -697,6 +697,34 @@ static int kcache_get(em_kcache *kc, const kkey *k, uint64_t **bits,
     return rc;
 }
 
+static size_t kslot_bytes(const em_kslot *s)
+{
+    return s->bits != NULL ? keep_words(s->nstacks) * sizeof *s->bits : 0;
+}
+
+/* An empty slot for a set of BYTES: the least recently used ones are
+** emptied until one is free and the sets fit EM_KCACHE_BYTES with it. */
+static em_kslot *kcache_evict(em_kcache *k, size_t bytes)
+{
+    em_kslot *free_sl = NULL;
+
+    for (;;) {
+        em_kslot *lru = NULL;
+        for (int i = 0; i < EM_KCACHE_SLOTS; i++) {
+            em_kslot *sl = &k->slot[i];
+            if (sl->bits == NULL)
+                free_sl = free_sl != NULL ? free_sl : sl;
+            else if (lru == NULL || sl->used < lru->used)
+                lru = sl;
+        }
+        if ((free_sl != NULL && k->bytes + bytes <= EM_KCACHE_BYTES) ||
+            lru == NULL)
+            return free_sl != NULL ? free_sl : &k->slot[0];
+        k->bytes -= kslot_bytes(lru);
+        kslot_clear(lru);
+    }
+}
+
 /* A new id for the set BITS made for K, and a copy of it in the least
 ** recently used slot (best effort). */
 static uint64_t kcache_put(em_kcache *kc, const kkey *key,
@@ -707,7 +735,7 @@ static uint64_t kcache_put(em_kcache *kc, const kkey *key,
     size_t words = keep_words(key->nstacks);
     em_kslot n = { NULL, NULL, key->nfunctions, key->nstacks,
                    em_malloc(words * sizeof *bits), 0, 0, key->owner };
-    em_kslot *sl = &k->slot[0];
+    em_kslot *sl;
     uint64_t id;
 
     if ((focus != NULL && (n.focus = em_strdup(focus)) == NULL) ||
@@ -718,13 +746,11 @@ static uint64_t kcache_put(em_kcache *kc, const kkey *key,
     pthread_mutex_lock(&k->mu);
     id = ++k->last_id;
     if (n.bits != NULL) {
-        for (int i = 1; i < EM_KCACHE_SLOTS; i++)
-            if (k->slot[i].used < sl->used)
-                sl = &k->slot[i];
-        kslot_clear(sl);
+        sl = kcache_evict(k, words * sizeof *bits);
         *sl = n;
         sl->id = id;
         sl->used = ++k->tick;
+        k->bytes += words * sizeof *bits;
     }
     pthread_mutex_unlock(&k->mu);
     if (n.bits == NULL) {

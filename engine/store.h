@@ -155,8 +155,11 @@ void em_ccache_stats(em_ccache *c, em_ccache_info *out);
 /* Focus and ignore as the dense bitsets of stacks to keep, per handle
 ** (engine/postings.c), for the snapshots with the same table sizes: tables
 ** only grow, so equal sizes mean equal answers. Each set made gets a new
-** id, never reused, which names it in the chunk cache's memos. */
-#define EM_KCACHE_SLOTS 16
+** id, never reused, which names it in the chunk cache's memos. A focus
+** over a month of day blocks and their downsampled copies needs a set per
+** block: the slots are many, and their bitsets' bytes are bounded. */
+#define EM_KCACHE_SLOTS 256
+#define EM_KCACHE_BYTES (64u << 20)
 typedef struct em_kslot {
     char *focus, *ignore;           /* what it was made for; NULL: none */
     uint32_t nfunctions, nstacks;   /* the snapshot's table sizes */
@@ -172,6 +175,7 @@ typedef struct em_kcache {
     pthread_mutex_t mu;
     em_kslot slot[EM_KCACHE_SLOTS];
     uint64_t tick, last_id;
+    size_t bytes;                   /* of the slots' bitsets */
 } em_kcache;
 
 void em_kcache_init(em_kcache *k);
