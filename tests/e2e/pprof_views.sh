@@ -33,12 +33,8 @@ BUILD=${BUILD:-build}
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-abs() { case $1 in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac; }
 die() { echo "FAIL: $*" >&2; exit 1; }
-command -v go > /dev/null ||
-    die "go is missing: install golang-go (make deps does)"
-export GO111MODULE=off GOFLAGS= GOCACHE="$(abs "$BUILD/gocache")" \
-       PPROF_TMPDIR="$tmp" HOME="${HOME:-$tmp}"
+pc_go_env "$tmp" || die "go is missing: install golang-go (make deps does)"
 
 prof=tests/data/pprof/cpu.pb.gz
 heap=tests/data/pprof/heap.pb.gz

@@ -148,3 +148,16 @@ pc_labels() {
                                sub(/[]]$/, "", v); print v } }' "$1" |
         LC_ALL=C sort -u
 }
+
+# pc_go_env TMP: go tool pprof's environment for a test whose scratch
+# directory is TMP (GOPATH mode, the build's Go cache, pprof's own files in
+# TMP); returns 1 when go is missing.
+pc_go_env() {
+    command -v go > /dev/null || return 1
+    case ${BUILD:-build} in
+    /*) pc_cache=${BUILD:-build}/gocache ;;
+    *) pc_cache=$PWD/${BUILD:-build}/gocache ;;
+    esac
+    export GO111MODULE=off GOFLAGS= GOCACHE="$pc_cache" PPROF_TMPDIR="$1" \
+           HOME="${HOME:-$1}"
+}
