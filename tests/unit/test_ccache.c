@@ -565,6 +565,69 @@ static int64_t sp_want(int64_t from, int64_t to)
 
 /* The merged duration dedupes (time, duration) across series and across
 ** chunks that arrive out of time order, cached or not. */
+/* em_keep_cached's build for the keep-set tests: sets bit CTX's value,
+** counting its calls. */
+typedef struct kbuild {
+    uint32_t bit, nstacks;
+    int calls;
+} kbuild;
+
+static int kbuild_fn(void *ctx, const char *focus, const char *ignore,
+                     uint64_t **bits)
+{
+    kbuild *k = ctx;
+
+    (void)focus;
+    (void)ignore;
+    k->calls++;
+    if ((*bits = em_calloc(k->nstacks / 64 + 1, sizeof **bits)) == NULL)
+        return EMBER_ENOMEM;
+    (*bits)[k->bit / 64] |= 1ull << (k->bit % 64);
+    return EMBER_OK;
+}
+
+/* One source's keep set (OWNER's, over NSTACKS stacks), through the
+** handle's cache; whether it was built anew. */
+static bool keep_one(ember_db *db, uint64_t owner, uint32_t nstacks,
+                     uint64_t *id)
+{
+    kbuild k = { (uint32_t)owner % nstacks, nstacks, 0 };
+    uint64_t *bits = NULL;
+
+    assert_int_equal(em_keep_cached(db, owner, 10, nstacks, "f", NULL,
+                                    kbuild_fn, &k, &bits, id), EMBER_OK);
+    assert_non_null(bits);
+    assert_true(bits[k.bit / 64] >> (k.bit % 64) & 1);
+    em_free(bits);
+    return k.calls == 1;
+}
+
+/* A focus over many sources keeps a set for each (a month of day blocks
+** and their copies: about a hundred), and the sets' bytes stay within
+** EM_KCACHE_BYTES however large they are: the least recently used go. */
+static void test_keep_sets(void **state)
+{
+    char *dir = tu_tmpdir("ccache-keep");
+    ember_db *db = tu_open(dir, 0);
+    uint64_t id, first[120];
+    const uint32_t big = EM_KCACHE_BYTES / 4 * 8;  /* a quarter each */
+
+    (void)state;
+    for (uint64_t o = 1; o <= 120; o++)
+        assert_true(keep_one(db, o, 1000, &first[o - 1]));
+    for (uint64_t o = 1; o <= 120; o++) {     /* all kept: no rebuild */
+        assert_false(keep_one(db, o, 1000, &id));
+        assert_true(id == first[o - 1]);
+    }
+    for (uint64_t o = 1001; o <= 1005; o++)   /* five of a quarter each */
+        assert_true(keep_one(db, o, big, &id));
+    assert_true(db->kcache.bytes <= EM_KCACHE_BYTES);
+    assert_false(keep_one(db, 1005, big, &id));     /* the newest stays */
+    assert_true(keep_one(db, 1001, big, &id));      /* the oldest went */
+    ember_close(db);
+    tu_rmdir(dir);
+}
+
 static void test_span_duration(void **state)
 {
     char *dir = tu_tmpdir("ccache-span");
@@ -755,6 +818,7 @@ int main(void)
         cmocka_unit_test(test_tiny_budget),
         cmocka_unit_test(test_rewritten_not_stale),
         cmocka_unit_test(test_focus_sees_new_stacks),
+        cmocka_unit_test(test_keep_sets),
         cmocka_unit_test(test_span_duration),
         cmocka_unit_test(test_threads),
         cmocka_unit_test(test_oom),
