@@ -282,19 +282,6 @@ static void export_symbols(out *o)
 
 /* ---- main ------------------------------------------------------------------------- */
 
-static ember_db *open_db(const char *path)
-{
-    ember_open_opts oo;
-    ember_db *db = NULL;
-
-    memset(&oo, 0, sizeof oo);
-    oo.sz = sizeof oo;
-    oo.flags = EMBER_OPEN_RDONLY | EMBER_OPEN_NOCREATE;
-    if (ember_open(path, &oo, &db) != EMBER_OK)
-        die("ember_open %s: %s", path, ember_errmsg(db));
-    return db;
-}
-
 static void sqlite_finish(out *o)
 {
     static const char *const sym[] = { "strings", "mappings", "functions", "locations",
@@ -334,7 +321,7 @@ int main(int argc, char **argv)
     bench_name = "bench_export";
     memset(&o, 0, sizeof o);
     parse(argc, argv, &sqlite, &cols);
-    o.db = open_db(argv[1]);
+    o.db = bench_open(argv[1]);
     if (sqlite != NULL && ((o.sq = sqlb_open(sqlite, false)) == NULL || sqlb_begin(o.sq) != 0))
         die("sqlite: cannot create %s", sqlite);
     if (cols != NULL)

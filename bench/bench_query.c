@@ -272,14 +272,9 @@ typedef struct dataset {
 ** format version does not, and is built again). */
 static bool opens(const char *path)
 {
-    ember_open_opts oo;
-    ember_db *db = NULL;
-    int rc;
+    ember_db *db;
+    int rc = bench_try_open(path, &db);
 
-    memset(&oo, 0, sizeof oo);
-    oo.sz = sizeof oo;
-    oo.flags = EMBER_OPEN_RDONLY | EMBER_OPEN_NOCREATE;
-    rc = ember_open(path, &oo, &db);
     if (rc != EMBER_OK)
         note("%s does not open (%s): building it again", path, ember_errmsg(db));
     ember_close(db);
@@ -430,19 +425,6 @@ static void dataset_open(dataset *d, const opts *o, const gen_config *c,
     }
     d->db = NULL;
     snprintf(d->config, sizeof d->config, "%s", config);
-}
-
-static ember_db *db_open(const char *path)
-{
-    ember_open_opts oo;
-    ember_db *db = NULL;
-
-    memset(&oo, 0, sizeof oo);
-    oo.sz = sizeof oo;
-    oo.flags = EMBER_OPEN_RDONLY | EMBER_OPEN_NOCREATE;
-    if (ember_open(path, &oo, &db) != EMBER_OK)
-        die("ember_open %s: %s", path, ember_errmsg(db));
-    return db;
 }
 
 /* Drops the pages of FILE from the page cache. */
@@ -919,7 +901,7 @@ static void time_cold(dataset *d, const bq *q, int path, int runs, timing *t)
         evict(d->path);
         w0 = now();
         c0 = cpu_now();
-        d->db = db_open(d->path);
+        d->db = bench_open(d->path);
         w[r] = now() - w0;
         c[r] = cpu_now() - c0;
         rc = run_once(d->db, q, path, &qw, &qc, &t->ans);
@@ -1169,7 +1151,7 @@ static void run_all(qset *s, outcome *out, const opts *o)
             strstr(s->q[q->pair].name, o->only) == NULL))
             continue;
         if (q->d->db == NULL)
-            q->d->db = db_open(q->d->path);
+            q->d->db = bench_open(q->d->path);
         if (q->op == OP_MERGE_RAW || q->op == OP_MERGE || q->op == OP_FOCUS ||
             q->op == OP_FILTER)
             q->samples = count_samples(q->d->db, q);

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include "ember.h"
@@ -94,4 +95,24 @@ const char *human(double v, char *buf, size_t cap)
     else
         snprintf(buf, cap, "%.3g", v);
     return buf;
+}
+
+int bench_try_open(const char *path, ember_db **db)
+{
+    ember_open_opts oo;
+
+    memset(&oo, 0, sizeof oo);
+    oo.sz = sizeof oo;
+    oo.flags = EMBER_OPEN_RDONLY | EMBER_OPEN_NOCREATE;
+    *db = NULL;
+    return ember_open(path, &oo, db);
+}
+
+ember_db *bench_open(const char *path)
+{
+    ember_db *db;
+
+    if (bench_try_open(path, &db) != EMBER_OK)
+        die("ember_open %s: %s", path, ember_errmsg(db));
+    return db;
 }

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <time.h>
 
+#include "ember.h"
+
 extern const char *bench_name;
 
 /* Seconds on clock ID (CLOCK_MONOTONIC, a CPU-time clock, ...). */
@@ -21,6 +23,11 @@ void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 /* Dies with WHAT and Ember's message unless RC is EMBER_OK. */
 void ember_check(int rc, const char *what);
 void *xmalloc(size_t n);
+/* Opens the existing database at PATH read-only into *DB (which holds the
+** handle for ember_errmsg even on failure); Ember's code. */
+int bench_try_open(const char *path, ember_db **db);
+/* The same, dying with Ember's message when it does not open. */
+ember_db *bench_open(const char *path);
 /* Removes PATH and everything under it; a missing PATH is fine. */
 void rm_rf(const char *path);
 /* Sorts V[0..N) and returns its median. */

@@ -11,7 +11,7 @@
 #    byte).
 set -eu
 EMBER=${EMBER:-build/ember}
-T=$(mktemp -d /tmp/ember-compact.XXXXXX)
+T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 R="--from 2024-01-01T00:00:00Z --to 2100-01-01T00:00:00Z"
