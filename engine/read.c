@@ -694,11 +694,30 @@ struct ember_merged {
 };
 
 /* The sums of one block source: its stacks are numbered apart. */
+/* A block source's sums come in pages of 64 stacks, made when a merge
+** first sums one of their stacks: a merge over many blocks then zeroes
+** what it sums, not every block's whole stack table (a focus over a
+** month of blocks spent half its time zeroing sums it never used). */
+typedef struct sum_page {
+    uint64_t seen;                  /* bit k: sum[k] was summed */
+    int64_t sum[64];
+} sum_page;
+
 typedef struct macc_src {
-    int64_t *sum;                   /* [n + 1] */
-    uint64_t *seen;                 /* [n / 64 + 1] */
+    int64_t *sum;                   /* [n + 1] and */
+    uint64_t *seen;                 /* [n / 64 + 1]: a merge without a
+                                    ** focus sums most stacks */
+    sum_page **page;                /* else [n / 64 + 1], NULL until used */
     size_t n;
 } macc_src;
+
+typedef struct page_slab {          /* pages are carved from slabs */
+    struct page_slab *next;
+    uint32_t used;
+    sum_page p[];
+} page_slab;
+
+#define SLAB_PAGES 120              /* about 62 KiB a slab */
 
 typedef struct merge_acc {
     query *q;                       /* the read running, while it runs */
@@ -710,7 +729,10 @@ typedef struct merge_acc {
     macc_src *bs;                   /* [nbs]: each block source's, made when
                                     ** it is first read (index 0 unused) */
     uint32_t nbs;
-    int64_t *csum;                  /* the source being read: its sums */
+    page_slab *slab;                /* where the block sources' pages are */
+    bool sparse;                    /* a focus or ignore: pages from slabs */
+    uint32_t csrc;                  /* the source being read, */
+    int64_t *csum;                  /* its sums and seen bits when dense */
     uint64_t *cseen;
     uint8_t *in;                    /* scratch: profile in range */
     uint32_t in_cap;
@@ -746,14 +768,113 @@ static int merge_scratch(merge_acc *m, uint32_t n)
     return EMBER_OK;
 }
 
+/* A zeroed page for a block source's sums, carved from M's slabs. */
+__attribute__((noinline))
+static sum_page *page_new(merge_acc *m)
+{
+    page_slab *s = m->slab;
+
+
+    if (s == NULL || s->used == SLAB_PAGES) {
+        s = em_malloc(sizeof *s + SLAB_PAGES * sizeof s->p[0]);
+        if (s == NULL)
+            return NULL;
+        s->next = m->slab;
+        s->used = 0;
+        m->slab = s;
+    }
+    memset(&s->p[s->used], 0, sizeof s->p[0]);
+    return &s->p[s->used++];
+}
+
+/* Where stack ST of source SRC keeps its sum; *SEEN gets the word holding
+** its seen bit (bit ST % 64). NULL when a page cannot be made. */
+static inline int64_t *sum_slot(merge_acc *m, uint32_t src, uint32_t st,
+                                uint64_t **seen)
+{
+    sum_page **pp;
+
+    if (src == 0) {
+        *seen = &m->seen[st >> 6];
+        return &m->sum[st];
+    }
+    if (m->bs[src].sum != NULL) {
+        *seen = &m->bs[src].seen[st >> 6];
+        return &m->bs[src].sum[st];
+    }
+    pp = &m->bs[src].page[st >> 6];
+    if (__builtin_expect(*pp == NULL, 0) && (*pp = page_new(m)) == NULL)
+        return NULL;
+    *seen = &(*pp)->seen;
+    return &(*pp)->sum[st & 63];
+}
+
+/* Word W of source SRC's seen bits and the 64 sums it covers; NULL when
+** the source summed none of them. */
+static int64_t *sum_word(const merge_acc *m, uint32_t src, size_t w,
+                         uint64_t **seen)
+{
+    sum_page *p;
+
+    if (src == 0) {
+        *seen = &m->seen[w];
+        return m->sum + w * 64;
+    }
+    if (m->bs == NULL)
+        return NULL;
+    if (m->bs[src].sum != NULL) {
+        *seen = &m->bs[src].seen[w];
+        return m->bs[src].sum + w * 64;
+    }
+    if (m->bs[src].page == NULL || (p = m->bs[src].page[w]) == NULL)
+        return NULL;
+    *seen = &p->seen;
+    return p->sum;
+}
+
+/* Stack ids source SRC's sums cover. */
+static size_t sum_count(const merge_acc *m, uint32_t src)
+{
+    return src == 0 ? m->nstacks : m->bs[src].n;
+}
+
+static int merge_nomem(uint32_t st)
+{
+    return em_err(EMBER_ENOMEM, "merge: the sums of stack %u", st);
+}
+
+/* The chunk scan prefixes the chunk (series, time), so this names the
+** stack only. */
+static int merge_overflow(uint32_t st)
+{
+    return em_err(EMBER_ELIMIT, "merge: the values of stack %u sum past the "
+                  "64-bit range (merge fewer profiles)", st);
+}
+
+/* Adds SUM, the run of stack ST, to its sum in the source being read. */
+static inline int merge_add(merge_acc *m, uint32_t st, int64_t sum)
+{
+    uint64_t *seen;
+    int64_t *slot;
+
+    if (m->csum != NULL) {
+        slot = &m->csum[st];
+        seen = &m->cseen[st >> 6];
+    } else if ((slot = sum_slot(m, m->csrc, st, &seen)) == NULL)
+        return merge_nomem(st);
+    *seen |= 1ull << (st & 63);
+    return __builtin_add_overflow(*slot, sum, slot) ? merge_overflow(st)
+                                                     : EMBER_OK;
+}
+
 /* merge_run for a chunk with large values: the run summed in 128 bits,
 ** which no run can leave, out of line so that merge_run keeps its
 ** registers. */
 __attribute__((noinline))
-static bool merge_run_wide(merge_acc *m, const em_chunk *c, uint32_t st,
-                           uint64_t a, uint64_t b, const uint8_t *in)
+static int merge_run_wide(merge_acc *m, const em_chunk *c, uint32_t st,
+                          uint64_t a, uint64_t b, const uint8_t *in)
 {
-    __int128 sum = m->csum[st];
+    __int128 sum = 0;
     bool any = false;
 
     for (uint64_t j = a; j < b; j++)
@@ -762,19 +883,19 @@ static bool merge_run_wide(merge_acc *m, const em_chunk *c, uint32_t st,
             any = true;
         }
     if (!any)
-        return true;
-    m->cseen[st >> 6] |= 1ull << (st & 63);
-    m->csum[st] = (int64_t)sum;
-    return sum >= INT64_MIN && sum <= INT64_MAX;
+        return EMBER_OK;
+    if (sum < INT64_MIN || sum > INT64_MAX)
+        return merge_overflow(st);
+    return merge_add(m, st, (int64_t)sum);
 }
 
 /* Sums the samples [A, B) of stack ST; IN NULL means every profile is in
-** range. False when the stack's sum leaves the int64 range (issue 12: it
-** wrapped). A chunk of small values (em_chunk.small_values: the usual
+** range. An error when the stack's sum leaves the int64 range (issue 12:
+** it wrapped). A chunk of small values (em_chunk.small_values: the usual
 ** case) sums its run in 64 bits, which cannot wrap, and checks only the
 ** add to the stack's sum; any other goes through 128 bits. */
-static bool merge_run(merge_acc *m, const em_chunk *c, uint32_t st,
-                      uint64_t a, uint64_t b, const uint8_t *in)
+static int merge_run(merge_acc *m, const em_chunk *c, uint32_t st,
+                     uint64_t a, uint64_t b, const uint8_t *in)
 {
     uint64_t sum = 0;
     bool any = in == NULL && a < b;
@@ -791,18 +912,7 @@ static bool merge_run(merge_acc *m, const em_chunk *c, uint32_t st,
             any |= f;
         }
     }
-    if (!any)
-        return true;
-    m->cseen[st >> 6] |= 1ull << (st & 63);
-    return !__builtin_add_overflow(m->csum[st], (int64_t)sum, &m->csum[st]);
-}
-
-/* The chunk scan prefixes the chunk (series, time), so this names the
-** stack only. */
-static int merge_overflow(uint32_t st)
-{
-    return em_err(EMBER_ELIMIT, "merge: the values of stack %u sum past the "
-                  "64-bit range (merge fewer profiles)", st);
+    return any ? merge_add(m, st, (int64_t)sum) : EMBER_OK;
 }
 
 static int span_key_cmp(const span_key *x, const span_key *y)
@@ -957,18 +1067,19 @@ static int merge_chunk(void *ctx, uint32_t series, const em_chunk *c,
         return EMBER_OK;
     if (kept == NULL) {
         for (uint32_t i = 0; i < c->h.nstacks; i++)
-            if (!merge_run(m, c, c->stacks[i], c->stack_start[i],
-                           c->stack_start[i + 1], whole ? NULL : m->in))
-                return merge_overflow(c->stacks[i]);
+            if ((rc = merge_run(m, c, c->stacks[i], c->stack_start[i],
+                                c->stack_start[i + 1],
+                                whole ? NULL : m->in)) != EMBER_OK)
+                return rc;
     } else {
         merge_whole_add(m, c, whole ? NULL : m->in);
         for (uint32_t k = 0; k < nkept; k++) {
             if (k + 4 < nkept)  /* a focus's runs are scattered */
                 __builtin_prefetch(&c->sample_value[kept[k + 4].at]);
-            if (!merge_run(m, c, kept[k].stack, kept[k].at,
-                           (uint64_t)kept[k].at + kept[k].n,
-                           whole ? NULL : m->in))
-                return merge_overflow(kept[k].stack);
+            if ((rc = merge_run(m, c, kept[k].stack, kept[k].at,
+                                (uint64_t)kept[k].at + kept[k].n,
+                                whole ? NULL : m->in)) != EMBER_OK)
+                return rc;
         }
     }
     if ((rc = merge_span_add(m, c, whole ? NULL : m->in)) != EMBER_OK)
@@ -1102,22 +1213,44 @@ static int merge_acc_init(merge_acc *m, em_rtxn *r)
     return merge_acc_size(m, r->next[EM_T_STACK]);
 }
 
-/* Zeroes the N sums SUM that SEEN marks, and SEEN. */
-static void sums_clear(int64_t *sum, uint64_t *seen, size_t n)
+/* Zeroes the sums of source SRC: the head's that its seen bits mark (its
+** buffers are pooled), a block source's by freeing them. */
+static void sums_clear(merge_acc *m, uint32_t src)
 {
-    for (size_t w = 0; sum != NULL && w < (n + 63) / 64; w++) {
-        for (uint64_t bits = seen[w]; bits != 0; bits &= bits - 1)
-            sum[w * 64 + (size_t)__builtin_ctzll(bits)] = 0;
-        seen[w] = 0;
+    size_t n = sum_count(m, src);
+
+    if (src > 0) {          /* made again when read again */
+        em_free(m->bs[src].page);
+        em_free(m->bs[src].sum);
+        em_free(m->bs[src].seen);
+        m->bs[src] = (macc_src){ 0 };
+        return;
+    }
+    for (size_t w = 0; m->sum != NULL && w < (n + 63) / 64; w++) {
+        for (uint64_t bits = m->seen[w]; bits != 0; bits &= bits - 1)
+            m->sum[w * 64 + (size_t)__builtin_ctzll(bits)] = 0;
+        m->seen[w] = 0;
+    }
+}
+
+static void slabs_free(merge_acc *m)
+{
+    while (m->slab != NULL) {
+        page_slab *next = m->slab->next;
+        em_free(m->slab);
+        m->slab = next;
     }
 }
 
 /* Empties M for the next merge, touching only the stacks it summed. */
 static void merge_acc_reset(merge_acc *m)
 {
-    sums_clear(m->sum, m->seen, m->nstacks);
-    for (uint32_t i = 1; i < m->nbs; i++)
-        sums_clear(m->bs[i].sum, m->bs[i].seen, m->bs[i].n);
+    for (uint32_t i = 0; i < (m->nbs > 0 ? m->nbs : 1); i++)
+        sums_clear(m, i);
+    slabs_free(m);
+    m->csrc = 0;            /* the scan names its source before a chunk */
+    m->csum = m->sum;
+    m->cseen = m->seen;
     if (m->sseen != NULL)
         roaring_bitmap_clear(m->sseen);
     m->nseries = m->nprofiles = 0;
@@ -1137,10 +1270,9 @@ static void merge_acc_free(merge_acc *m)
         em_free(m->sum);
         m->sum = NULL;
     }
-    for (uint32_t i = 1; i < m->nbs; i++) {
-        em_free(m->bs[i].sum);
-        em_free(m->bs[i].seen);
-    }
+    for (uint32_t i = 1; i < m->nbs; i++)
+        sums_clear(m, i);
+    slabs_free(m);
     em_free(m->bs);
     if (m->sseen != NULL)
         roaring_bitmap_free(m->sseen);
@@ -1149,36 +1281,44 @@ static void merge_acc_free(merge_acc *m)
     mpool_give(&m->db->mpool, m);
 }
 
-/* Points M's current sums at source SRC's, made zeroed on first use
-** (calloc: pages are mapped as the merge touches them). */
-static int merge_source(void *ctx, uint32_t src, int64_t from, int64_t to)
+/* Makes source SRC's page table (its sums are made as they are used). */
+static int merge_src_pages(merge_acc *m, uint32_t src)
 {
-    merge_acc *m = ctx;
-    macc_src *b;
-    size_t n;
+    macc_src *b = &m->bs[src];
+    size_t n = m->r->src[src].n[EM_T_STACK];
 
-    m->from = from;
-    m->to = to;
-    if (src == 0) {
-        m->csum = m->sum;
-        m->cseen = m->seen;
+    if (src == 0 || b->page != NULL || b->sum != NULL)
         return EMBER_OK;
-    }
-    b = &m->bs[src];
-    n = m->r->src[src].n[EM_T_STACK];
-    if (b->sum == NULL) {
+    if (m->sparse) {
+        b->page = em_calloc(n / 64 + 1, sizeof *b->page);
+    } else {                /* calloc maps zero pages lazily */
         b->sum = em_calloc(n + 1, sizeof *b->sum);
         b->seen = em_calloc(n / 64 + 1, sizeof *b->seen);
-        b->n = n;
         if (b->sum == NULL || b->seen == NULL) {
             em_free(b->sum);
             em_free(b->seen);
-            *b = (macc_src){ 0 };
-            return em_err(EMBER_ENOMEM, "merge: %zu stacks", n);
+            b->sum = NULL;
         }
     }
-    m->csum = b->sum;
-    m->cseen = b->seen;
+    if (b->page == NULL && b->sum == NULL)
+        return em_err(EMBER_ENOMEM, "merge: %zu stacks", n);
+    b->n = n;
+    return EMBER_OK;
+}
+
+/* Makes SRC the source being read, over [FROM, TO]. */
+static int merge_source(void *ctx, uint32_t src, int64_t from, int64_t to)
+{
+    merge_acc *m = ctx;
+    int rc;
+
+    m->from = from;
+    m->to = to;
+    m->csrc = src;
+    if ((rc = merge_src_pages(m, src)) != EMBER_OK)
+        return rc;
+    m->csum = src == 0 ? m->sum : m->bs[src].sum;
+    m->cseen = src == 0 ? m->seen : m->bs[src].seen;
     return EMBER_OK;
 }
 
@@ -1193,35 +1333,10 @@ static int merge_acc_run(merge_acc *m, query *q)
     int rc;
 
     m->q = q;
+    m->sparse |= q->filtered;
     m->last_series = UINT32_MAX;
     rc = scan_all(&s, q);
     em_free(s.kept);
-    return rc;
-}
-
-/* The sums of source SRC: made (zeroed) when it has none yet. */
-static int merge_sums(merge_acc *m, uint32_t src, int64_t **sum,
-                      uint64_t **seen, size_t *n)
-{
-    int rc = EMBER_OK;
-
-    if (src == 0) {
-        *sum = m->sum;
-        *seen = m->seen;
-        *n = m->nstacks;
-        return EMBER_OK;
-    }
-    if (m->bs[src].sum == NULL) {
-        int64_t *cs = m->csum;      /* merge_source points at it: keep the
-                                    ** current source current */
-        uint64_t *cn = m->cseen;
-        rc = merge_source(m, src, m->from, m->to);
-        m->csum = cs;
-        m->cseen = cn;
-    }
-    *sum = m->bs[src].sum;
-    *seen = m->bs[src].seen;
-    *n = m->bs[src].n;
     return rc;
 }
 
@@ -1235,32 +1350,36 @@ static int merge_canon(merge_acc *m)
     int rc = EMBER_OK;
 
     for (uint32_t i = 0; i < m->nbs && rc == EMBER_OK; i++) {
-        int64_t *sum, *to;
-        uint64_t *seen, *tseen;
-        size_t n, tn;
-        if ((i > 0 && m->bs[i].sum == NULL) ||
-            (rc = merge_sums(m, i, &sum, &seen, &n)) != EMBER_OK)
-            continue;
-        for (size_t w = 0; w < (n + 63) / 64 && rc == EMBER_OK; w++)
-            for (uint64_t bits = seen[w]; bits != 0 && rc == EMBER_OK;
-                 bits &= bits - 1) {
-                uint32_t l = (uint32_t)(w * 64 + (size_t)__builtin_ctzll(bits));
-                uint32_t vid, src, local;
+        size_t n = sum_count(m, i);
+        for (size_t w = 0; w < (n + 63) / 64 && rc == EMBER_OK; w++) {
+            uint64_t *seen;
+            int64_t *sum = sum_word(m, i, w, &seen);
+            for (uint64_t bits = sum != NULL ? *seen : 0;
+                 bits != 0 && rc == EMBER_OK; bits &= bits - 1) {
+                uint32_t k = (uint32_t)__builtin_ctzll(bits);
+                uint32_t l = (uint32_t)(w * 64) + k, vid, src, local;
+                uint64_t *tseen;
+                int64_t *to;
                 rc = em_canon_stack(r, i, l, &vid);
                 if (rc != EMBER_OK ||
                     vid == r->src[i].base[EM_T_STACK] + l)
                     continue;
                 rc = em_src_find(r, EM_T_STACK, vid, &src, &local);
                 if (rc == EMBER_OK)
-                    rc = merge_sums(m, src, &to, &tseen, &tn);
+                    rc = merge_src_pages(m, src);
                 if (rc != EMBER_OK)
                     break;
+                if ((to = sum_slot(m, src, local, &tseen)) == NULL) {
+                    rc = merge_nomem(local);
+                    break;
+                }
                 /* sums of one sign's values fit: no part of them overflows */
-                to[local] = em_add_wrap(to[local], sum[l]);
-                tseen[local >> 6] |= 1ull << (local & 63);
-                sum[l] = 0;
-                seen[w] &= ~(1ull << (l & 63));
+                *to = em_add_wrap(*to, sum[k]);
+                *tseen |= 1ull << (local & 63);
+                sum[k] = 0;
+                *seen &= ~(1ull << k);
             }
+        }
     }
     return rc;
 }
@@ -1275,20 +1394,23 @@ static size_t merge_collect(merge_acc *m, uint32_t *ids, int64_t *vals,
     size_t k = 0;
 
     for (uint32_t i = 0; i < (m->nbs > 0 ? m->nbs : 1); i++) {
-        const int64_t *sum = i == 0 ? m->sum : m->bs[i].sum;
-        const uint64_t *seen = i == 0 ? m->seen : m->bs[i].seen;
-        size_t n = i == 0 ? m->nstacks : m->bs[i].n;
+        size_t n = sum_count(m, i);
         uint32_t base = r->src[i].base[EM_T_STACK];
-        for (size_t w = 0; sum != NULL && w < (n + 63) / 64; w++) {
+        for (size_t w = 0; (i > 0 || m->sum != NULL) && w < (n + 63) / 64;
+             w++) {
+            uint64_t *seen;
+            const int64_t *sum = sum_word(m, i, w, &seen);
+            if (sum == NULL)
+                continue;
             if (ids == NULL) {
-                k += (size_t)__builtin_popcountll(seen[w]);
+                k += (size_t)__builtin_popcountll(*seen);
                 continue;
             }
-            for (uint64_t bits = seen[w]; bits != 0; bits &= bits - 1) {
-                size_t st = w * 64 + (size_t)__builtin_ctzll(bits);
-                ids[k] = base + (uint32_t)st;
-                vals[k++] = sum[st];
-                *ovf |= !em_sum_add(&pos, &neg, sum[st]);
+            for (uint64_t bits = *seen; bits != 0; bits &= bits - 1) {
+                size_t b = (size_t)__builtin_ctzll(bits);
+                ids[k] = base + (uint32_t)(w * 64 + b);
+                vals[k++] = sum[b];
+                *ovf |= !em_sum_add(&pos, &neg, sum[b]);
             }
         }
     }
