@@ -226,14 +226,14 @@ int em_bhash_node(em_bhash **memo, const em_block_syms *y,
 typedef struct canon_ent {
     em_h128 h;
     uint32_t vid;
-    uint32_t used;
+    uint32_t src1;                  /* vid's source + 1; 0: a free slot */
 } canon_ent;
 
 #define EM_HT_NAME ctab
 #define EM_HT_TABLE em_ctab
 #define EM_HT_ENTRY canon_ent
 #define EM_HT_KEY const em_h128 *
-#define EM_HT_IS_FREE(e) ((e)->used == 0)
+#define EM_HT_IS_FREE(e) ((e)->src1 == 0)
 #define EM_HT_HASH(e) ((e)->h.a)
 #define EM_HT_MATCH(e, hh, k) ((e)->h.a == (k)->a && (e)->h.b == (k)->b)
 #define EM_HT_WHAT "canonical stacks"
@@ -399,7 +399,8 @@ static int stack_hash(em_rtxn *r, em_canon *c, uint32_t src, uint32_t local,
     return em_src_node_hash(&r->src[src], local, h);
 }
 
-int em_canon_stack(em_rtxn *r, uint32_t src, uint32_t local, uint32_t *vid)
+int em_canon_stack(em_rtxn *r, uint32_t src, uint32_t local, uint32_t *vid,
+                   uint32_t *vsrc)
 {
     uint32_t own = r->src[src].base[EM_T_STACK] + local;
     canon_ent *e;
@@ -414,7 +415,8 @@ int em_canon_stack(em_rtxn *r, uint32_t src, uint32_t local, uint32_t *vid)
     if ((e = ctab_insert(&r->canon->tab, h.a, &h, &found)) == NULL)
         return EMBER_ENOMEM;
     if (!found)
-        *e = (canon_ent){ h, own, 1 };
+        *e = (canon_ent){ h, own, src + 1 };
     *vid = e->vid;
+    *vsrc = e->src1 - 1;
     return EMBER_OK;
 }

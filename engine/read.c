@@ -1360,13 +1360,12 @@ static int merge_canon(merge_acc *m)
                 uint32_t l = (uint32_t)(w * 64) + k, vid, src, local;
                 uint64_t *tseen;
                 int64_t *to;
-                rc = em_canon_stack(r, i, l, &vid);
+                rc = em_canon_stack(r, i, l, &vid, &src);
                 if (rc != EMBER_OK ||
                     vid == r->src[i].base[EM_T_STACK] + l)
                     continue;
-                rc = em_src_find(r, EM_T_STACK, vid, &src, &local);
-                if (rc == EMBER_OK)
-                    rc = merge_src_pages(m, src);
+                local = vid - r->src[src].base[EM_T_STACK];
+                rc = merge_src_pages(m, src);
                 if (rc != EMBER_OK)
                     break;
                 if ((to = sum_slot(m, src, local, &tseen)) == NULL) {

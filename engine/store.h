@@ -709,8 +709,9 @@ int em_bhash_node(em_bhash **memo, const struct em_block_syms *y,
                   const struct em_block_info *in, uint32_t node, em_h128 *out);
 void em_bhash_free(em_bhash *b);
 /* The canonical virtual id of stack LOCAL of source SRC: the virtual id
-** under which R first met its content. */
-int em_canon_stack(em_rtxn *r, uint32_t src, uint32_t local, uint32_t *vid);
+** under which R first met its content, and *VSRC the source it is in. */
+int em_canon_stack(em_rtxn *r, uint32_t src, uint32_t local, uint32_t *vid,
+                   uint32_t *vsrc);
 void em_canon_free(em_canon *c);
 
 /* ---- catalog.c: the blocks a database holds ------------------------------ */
