@@ -16,7 +16,9 @@ typedef struct em_compact_opts {
     int64_t cut;                    /* head profiles before it go to blocks */
     int64_t block_ms;               /* span of a level-0 block */
     int64_t merge_ms;               /* span of a merged (level-1) block */
-    int zstd_level;                 /* of block sections */
+    int zstd_level;                 /* of merged blocks, which stay */
+    int cut_zstd_level;             /* of level-0 blocks: each is merged
+                                    ** (rewritten) once its window is whole */
     const char *blocks_dir;         /* DIR/blocks */
     const ember_retention *retention;
     size_t nretention;

@@ -306,7 +306,7 @@ static int rewrite_commit(em_cjob *j, const uint64_t *ids, size_t n,
     if (rc == EMBER_OK)
         rc = open_all(j, ids, n, &o);
     ro->dir = j->blocks;
-    ro->zstd_level = j->o.zstd_level;
+    ro->zstd_level = ro->level == 0 ? j->o.cut_zstd_level : j->o.zstd_level;
     if (rc == EMBER_OK)
         rc = em_rewrite(o.b, o.n, ro, &out);
     opened_close(&o);

@@ -417,7 +417,7 @@ int em_cut_window(em_rtxn *r, const em_compact_opts *o, int64_t w0,
     if (rc == EMBER_OK)
         rc = em_codec_new(&c.codec);
     if (rc == EMBER_OK)
-        rc = em_bbuild_new(o->blocks_dir, name, o->zstd_level, &c.b);
+        rc = em_bbuild_new(o->blocks_dir, name, o->cut_zstd_level, &c.b);
     for (uint32_t s = 0; s < r->next[EM_T_SERIES] && rc == EMBER_OK; s++)
         rc = window_series(&c, &g, s, w0, w1, read);
     if (rc == EMBER_OK)

@@ -693,6 +693,10 @@ typedef struct ember_compact_opts {
     ** copy their range and step allow. NULL: profiles as stored only. */
     const ember_resolution *resolutions;
     size_t nresolutions;
+    /* zstd level (1 to 22) of merged blocks and their downsampled copies;
+    ** 0: the default, 15. Blocks cut from the head are written at 3: each
+    ** is rewritten when its merge window is whole. */
+    int zstd_level;
 } ember_compact_opts;
 
 /* What one step did, in bytes of the database directory. */

@@ -141,7 +141,8 @@ enum { EM_OPT_COMPACT = 0x110, EM_OPT_COMPACT_EVERY = 0x111 };
     { PREFIX "block", required_argument, NULL, EM_OPT_COMPACT }, \
     { PREFIX "merge", required_argument, NULL, EM_OPT_COMPACT }, \
     { PREFIX "retention", required_argument, NULL, EM_OPT_COMPACT }, \
-    { PREFIX "downsample", required_argument, NULL, EM_OPT_COMPACT }
+    { PREFIX "downsample", required_argument, NULL, EM_OPT_COMPACT }, \
+    { PREFIX "zstd-level", required_argument, NULL, EM_OPT_COMPACT }
 
 #define EM_COMPACT_MAX_RULES 32         /* --retention's */
 #define EM_COMPACT_MAX_RES 8            /* --downsample's */

@@ -1,7 +1,8 @@
 /*
 ** repl/compact_opts.c: the options of one compaction as the command line
 ** gives them, one home for the three commands that take them: `ember
-** compact` (--head, --block, --merge, --retention, --downsample), and
+** compact` (--head, --block, --merge, --retention, --downsample,
+** --zstd-level), and
 ** `ember serve` and `ember agent`, whose background runs take the same
 ** with "compact-" before them (repl/compact_sched.c). An em_compact_args
 ** owns everything its ember_compact_opts points to: the retention rules,
@@ -16,6 +17,7 @@
 */
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine/engine.h"
@@ -32,6 +34,20 @@ static int duration_opt(const char *cmd, const char *opt, const char *arg,
     if (em_duration_parse(arg, out) != EMBER_OK || *out <= 0)
         return em_cli_fail(2, cmd, "%s %s: expected a duration such as 1h "
                            "or 2d, or 0", opt, arg);
+    return 0;
+}
+
+/* A zstd level, 1 to 22, into *OUT. */
+static int level_opt(const char *cmd, const char *opt, const char *arg,
+                     int *out)
+{
+    char *end;
+    long v = strtol(arg, &end, 10);
+
+    if (end == arg || *end != '\0' || v < 1 || v > 22)
+        return em_cli_fail(2, cmd, "%s %s: expected a zstd level, 1 to 22",
+                           opt, arg);
+    *out = (int)v;
     return 0;
 }
 
@@ -173,6 +189,8 @@ int em_compact_opt(const char *cmd, const char *name, char *arg,
         return retention_opt(cmd, opt, a, arg);
     if (strcmp(base, "downsample") == 0)
         return downsample_opt(cmd, opt, a, arg);
+    if (strcmp(base, "zstd-level") == 0)
+        return level_opt(cmd, opt, arg, &a->o.zstd_level);
     if (strcmp(base, "block") != 0)
         return em_cli_fail(2, cmd, "%s: not a compaction option", opt);
     if (duration_opt(cmd, opt, arg, &a->o.block_ms) != 0)

@@ -80,7 +80,8 @@ const em_cmd em_commands[] = {
       "[--window 10s] [-l k=v]... [-v] [--push-token-file F] "
       "[--push-buffer SIZE] [--push-spool DIR] [--compact-every 1h] "
       "[--compact-head D] [--compact-block D] [--compact-merge D] "
-      "[--compact-retention R] [--compact-downsample S]",
+      "[--compact-retention R] [--compact-downsample S] "
+      "[--compact-zstd-level N]",
       "profile continuously with eBPF until SIGINT or SIGTERM",
       "What `ember record` does, without an end: it runs until SIGINT or\n"
       "SIGTERM, then writes the last window and exits 0. Meant for a\n"
@@ -98,7 +99,8 @@ const em_cmd em_commands[] = {
       "                 background every D (default 1h, 0: never); -v\n"
       "                 says each run\n"
       "  --compact-head D, --compact-block D, --compact-merge D,\n"
-      "  --compact-retention R, --compact-downsample S\n"
+      "  --compact-retention R, --compact-downsample S,\n"
+      "  --compact-zstd-level N\n"
       "                 each run's options, as ember compact's --head...\n",
       em_cmd_agent, false },
     { "query", "-d DIR|--server URL [--from T] [--to T] [--step D] [-o FORMAT] "
@@ -149,7 +151,7 @@ const em_cmd em_commands[] = {
       "[--idle-timeout S] [--query-timeout D] [--query-memory N] "
       "[--source-path DIRS] [--compact-every D] [--compact-head D] [--compact-block D] "
       "[--compact-merge D] [--compact-retention R] "
-      "[--compact-downsample S]",
+      "[--compact-downsample S] [--compact-zstd-level N]",
       "serve the database over HTTP until SIGINT or SIGTERM",
       "Answers Ember's HTTP API (docs/protocol.md) on a Unix socket, by\n"
       "default DIR/ember.sock (mode 0600), and on each --listen. TCP binds\n"
@@ -180,7 +182,8 @@ const em_cmd em_commands[] = {
       "                      (default 1h, the first after 0.5 to 1.5 D;\n"
       "                      0: never); a line per run on stderr\n"
       "  --compact-head D, --compact-block D, --compact-merge D,\n"
-      "  --compact-retention R, --compact-downsample S\n"
+      "  --compact-retention R, --compact-downsample S,\n"
+      "  --compact-zstd-level N\n"
       "                      each run's options, as ember compact's\n"
       "                      --head, --block, ... (see ember help compact)\n",
       em_cmd_serve, false },
@@ -192,7 +195,7 @@ const em_cmd em_commands[] = {
       em_cmd_stats,
       true },
     { "compact", "-d DIR [--head D] [--block D] [--merge D] "
-      "[--retention RULES] [--downsample SPEC] [--dry-run]",
+      "[--retention RULES] [--downsample SPEC] [--zstd-level N] [--dry-run]",
       "move old data into blocks and give space back (the nightly job)",
       "Seals the open heads, moves the profiles older than --head (default\n"
       "1h, 0: all) into immutable, compressed blocks of --block each\n"
@@ -208,7 +211,9 @@ const em_cmd em_commands[] = {
       "                  [TYPE glob][{matchers}]=D, the first match wins\n"
       "  --downsample S  the resolutions kept: 'raw:2d,1m:14d,1h' keeps\n"
       "                  profiles as stored 2 days, per minute 14, per\n"
-      "                  hour as long as retention does\n",
+      "                  hour as long as retention does\n"
+      "  --zstd-level N  zstd level of merged blocks, 1 to 22 (15); blocks\n"
+      "                  cut from the head, merged later, are written at 3\n",
       em_cmd_compact, false },
     { "verify", "-d DIR", "check every table and chunk; exit 1 on damage",
       "Walks every chunk (checksums, decoding, stack references) and every\n"

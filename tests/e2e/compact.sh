@@ -36,8 +36,11 @@ cp -r "$T/a" "$T/b"
 answers "$T/a" > "$T/before.txt"
 [ -s "$T/before.txt" ] || fail "no answers"
 du1=$(du -k "$T/b/data.mdb" | cut -f1)
+st=0
+"$EMBER" compact -d "$T/b" --zstd-level 23 > "$T/compact.txt" 2>&1 || st=$?
+[ "$st" = 2 ] || fail "--zstd-level 23: exit $st, not 2"
 "$EMBER" compact -d "$T/b" --head 0 --retention 'goroutine:*=0,100y' \
-    --downsample raw:0,1m,1h > "$T/compact.txt" ||
+    --downsample raw:0,1m,1h --zstd-level 9 > "$T/compact.txt" ||
     fail "compact: $(cat "$T/compact.txt")"
 grep -q '^compacted:' "$T/compact.txt" || fail "no summary: $(cat "$T/compact.txt")"
 ls "$T/b/blocks/"*.block > /dev/null 2>&1 || fail "no block written"

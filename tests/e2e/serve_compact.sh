@@ -214,7 +214,8 @@ unchanged "$tmp/big2" "SIGKILL"
 # ---- 4. the options --------------------------------------------------------------
 for bad in "--compact-every 10ms" "--compact-every soon" "--compact-head -1h" \
            "--compact-block 0" "--compact-merge x" "--compact-retention 7x" \
-           "--compact-retention {a=}=1d" "--compact-downsample 1m:x"; do
+           "--compact-retention {a=}=1d" "--compact-downsample 1m:x" \
+           "--compact-zstd-level 0" "--compact-zstd-level 23"; do
   st=0
   # shellcheck disable=SC2086
   timeout 10 $EMBER serve -d "$tmp/db" $bad 2> "$tmp/err" || st=$?

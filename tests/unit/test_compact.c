@@ -254,6 +254,38 @@ static void test_same_answers(void **state)
     tu_rmdir(dbd);
 }
 
+/* The zstd level of merged blocks changes their bytes, never an answer;
+** a level zstd does not have is refused. */
+static void test_zstd_level(void **state)
+{
+    char *d1 = tu_tmpdir("level_1"), *d19 = tu_tmpdir("level_19");
+    ember_db *a = tu_open(d1, 0), *b = tu_open(d19, 0);
+    ember_compact_opts o = { .sz = sizeof o, .now_ms = T0 + 50 * HOUR_MS,
+                             .head_ms = HOUR_MS, .merge_ms = 24 * HOUR_MS,
+                             .zstd_level = 23 };
+    ember_stats sa = { .sz = sizeof sa }, sb = { .sz = sizeof sb };
+
+    (void)state;
+    feed(a, 0, 48 * 60);
+    feed(b, 0, 48 * 60);
+    assert_int_equal(ember_compact(a, &o, NULL), EMBER_EINVAL);
+    o.zstd_level = 1;
+    assert_int_equal(ember_compact(a, &o, NULL), EMBER_OK);
+    o.zstd_level = 19;
+    assert_int_equal(ember_compact(b, &o, NULL), EMBER_OK);
+    assert_int_equal(tu_verify(a), 0);
+    assert_int_equal(tu_verify(b), 0);
+    same_answers(a, b);
+    assert_int_equal(ember_stats_get(a, &sa), EMBER_OK);
+    assert_int_equal(ember_stats_get(b, &sb), EMBER_OK);
+    assert_int_equal(sa.block_profiles, sb.block_profiles);
+    assert_true(sb.block_bytes < sa.block_bytes);
+    ember_close(a);
+    ember_close(b);
+    tu_rmdir(d1);
+    tu_rmdir(d19);
+}
+
 /* An id from before a compaction is refused after it. */
 /* The stack appended at T0 (now in a block) and again at T0 + 1 min (in
 ** the head): merges of each minute on one snapshot name it by one id. */
@@ -679,6 +711,7 @@ int main(void)
         cmocka_unit_test(test_result_outlives),
         cmocka_unit_test(test_leftovers),
         cmocka_unit_test(test_downsample),
+        cmocka_unit_test(test_zstd_level),
         cmocka_unit_test(test_concurrent),
         cmocka_unit_test(test_kill),
     };
