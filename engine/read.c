@@ -654,15 +654,19 @@ static int scan_all(scan *s, const query *q)
 
 /* Marks which profiles of C fall in [from, to]; returns how many. */
 static uint32_t profiles_in_range(const em_chunk *c, int64_t from, int64_t to,
-                                  uint8_t *in)
+                                  uint32_t *r0, uint32_t *r1)
 {
-    uint32_t n = 0;
+    uint32_t a = 0, b = c->h.nprofiles;
 
-    for (uint32_t p = 0; p < c->h.nprofiles; p++) {
-        in[p] = c->time_ms[p] >= from && c->time_ms[p] <= to;
-        n += in[p];
-    }
-    return n;
+    /* a chunk's times do not decrease: the profiles in range are ranks
+    ** [a, b) */
+    while (a < b && c->time_ms[a] < from)
+        a++;
+    while (b > a && c->time_ms[b - 1] > to)
+        b--;
+    *r0 = a;
+    *r1 = b;
+    return b - a;
 }
 
 /* ---- merge --------------------------------------------------------------------- */
@@ -734,8 +738,6 @@ typedef struct merge_acc {
     uint32_t csrc;                  /* the source being read, */
     int64_t *csum;                  /* its sums and seen bits when dense */
     uint64_t *cseen;
-    uint8_t *in;                    /* scratch: profile in range */
-    uint32_t in_cap;
     int64_t from, to;               /* the interval being read */
     uint32_t last_series;
     roaring_bitmap_t *sseen;        /* canonical series merged, when a
@@ -754,18 +756,38 @@ typedef struct merge_acc {
                                     ** they were before it (saturating) */
 } merge_acc;
 
-static int merge_scratch(merge_acc *m, uint32_t n)
-{
-    uint8_t *in;
+/* Profile ranks [r0, r1) of a chunk: those a merge reads. */
+typedef struct rank_range {
+    uint32_t r0, r1;
+} rank_range;
 
-    if (n <= m->in_cap)
-        return EMBER_OK;
-    in = em_realloc(m->in, n);
-    if (in == NULL)
-        return em_err(EMBER_ENOMEM, "merge: %u profile flags", n);
-    m->in = in;
-    m->in_cap = n;
-    return EMBER_OK;
+/* The first sample of [A, B) whose profile rank is at least R: a stack's
+** ranks ascend, so the samples of profiles in range are a run of its own
+** (a query's edges read a few profiles of a chunk of thousands). */
+static uint64_t rank_seek(const em_chunk *c, uint64_t a, uint64_t b,
+                          uint32_t r)
+{
+    while (a < b) {
+        uint64_t mid = a + (b - a) / 2;
+        if (c->sample_profile[mid] < r)
+            a = mid + 1;
+        else
+            b = mid;
+    }
+    return a;
+}
+
+/* Narrows the samples [*A, *B) of one stack to the profiles of IN (NULL:
+** all of them are in range). */
+static inline void rank_narrow(const em_chunk *c, const rank_range *in,
+                               uint64_t *a, uint64_t *b)
+{
+    if (in == NULL || *a == *b)
+        return;
+    if (c->sample_profile[*a] < in->r0)
+        *a = rank_seek(c, *a, *b, in->r0);
+    if (*a < *b && c->sample_profile[*b - 1] >= in->r1)
+        *b = rank_seek(c, *a, *b, in->r1);
 }
 
 /* A zeroed page for a block source's sums, carved from M's slabs. */
@@ -872,47 +894,35 @@ static inline int merge_add(merge_acc *m, uint32_t st, int64_t sum)
 ** registers. */
 __attribute__((noinline))
 static int merge_run_wide(merge_acc *m, const em_chunk *c, uint32_t st,
-                          uint64_t a, uint64_t b, const uint8_t *in)
+                          uint64_t a, uint64_t b)
 {
     __int128 sum = 0;
-    bool any = false;
 
     for (uint64_t j = a; j < b; j++)
-        if (in == NULL || in[c->sample_profile[j]]) {
-            sum += c->sample_value[j];
-            any = true;
-        }
-    if (!any)
-        return EMBER_OK;
+        sum += c->sample_value[j];
     if (sum < INT64_MIN || sum > INT64_MAX)
         return merge_overflow(st);
     return merge_add(m, st, (int64_t)sum);
 }
 
-/* Sums the samples [A, B) of stack ST; IN NULL means every profile is in
-** range. An error when the stack's sum leaves the int64 range (issue 12:
-** it wrapped). A chunk of small values (em_chunk.small_values: the usual
+/* Sums the samples [A, B) of stack ST that profiles IN (NULL: all) hold.
+** An error when the stack's sum leaves the int64 range (issue 12: it
+** wrapped). A chunk of small values (em_chunk.small_values: the usual
 ** case) sums its run in 64 bits, which cannot wrap, and checks only the
 ** add to the stack's sum; any other goes through 128 bits. */
 static int merge_run(merge_acc *m, const em_chunk *c, uint32_t st,
-                     uint64_t a, uint64_t b, const uint8_t *in)
+                     uint64_t a, uint64_t b, const rank_range *in)
 {
     uint64_t sum = 0;
-    bool any = in == NULL && a < b;
 
+    rank_narrow(c, in, &a, &b);
+    if (a == b)
+        return EMBER_OK;
     if (!c->small_values)
-        return merge_run_wide(m, c, st, a, b, in);
-    if (in == NULL) {
-        for (uint64_t j = a; j < b; j++)
-            sum += (uint64_t)c->sample_value[j];
-    } else {
-        for (uint64_t j = a; j < b; j++) {
-            uint8_t f = in[c->sample_profile[j]];
-            sum += f ? (uint64_t)c->sample_value[j] : 0;
-            any |= f;
-        }
-    }
-    return any ? merge_add(m, st, (int64_t)sum) : EMBER_OK;
+        return merge_run_wide(m, c, st, a, b);
+    for (uint64_t j = a; j < b; j++)
+        sum += (uint64_t)c->sample_value[j];
+    return merge_add(m, st, (int64_t)sum);
 }
 
 static int span_key_cmp(const span_key *x, const span_key *y)
@@ -940,7 +950,8 @@ static inline void span_key_add(merge_acc *m, span_key k)
 ** span, which starts out empty (min INT64_MAX, max and period INT64_MIN),
 ** and keeps each one's (time, duration) for merge_span_duration. Per
 ** profile, never per sample, so merge speed is unchanged. */
-static int merge_span_add(merge_acc *m, const em_chunk *c, const uint8_t *in)
+static int merge_span_add(merge_acc *m, const em_chunk *c,
+                          const rank_range *in)
 {
     merge_span *sp = &m->span;
 
@@ -951,9 +962,8 @@ static int merge_span_add(merge_acc *m, const em_chunk *c, const uint8_t *in)
             return em_err(EMBER_ENOMEM, "merge: %zu profile headers", need);
         m->keys = k;
     }
-    for (uint32_t p = 0; p < c->h.nprofiles; p++) {
-        if (in != NULL && !in[p])
-            continue;
+    for (uint32_t p = in ? in->r0 : 0; p < (in ? in->r1 : c->h.nprofiles);
+         p++) {
         if (c->time_ms[p] < sp->min_time)
             sp->min_time = c->time_ms[p];
         if (c->time_ms[p] > sp->max_time)
@@ -1043,11 +1053,11 @@ static int merge_span_duration(merge_acc *m, int64_t *out)
 ** M's whole: a focus reads only its stacks' samples, and the total before
 ** it comes from the chunk's totals column in the same pass. */
 static void merge_whole_add(merge_acc *m, const em_chunk *c,
-                            const uint8_t *in)
+                            const rank_range *in)
 {
-    for (uint32_t p = 0; p < c->h.nprofiles; p++)
-        if (in == NULL || in[p])
-            m->whole = em_add_sat(m->whole, c->total[p]);
+    for (uint32_t p = in ? in->r0 : 0; p < (in ? in->r1 : c->h.nprofiles);
+         p++)
+        m->whole = em_add_sat(m->whole, c->total[p]);
 }
 
 static int merge_chunk(void *ctx, uint32_t series, const em_chunk *c,
@@ -1055,34 +1065,31 @@ static int merge_chunk(void *ctx, uint32_t series, const em_chunk *c,
 {
     merge_acc *m = ctx;
     bool whole = c->h.min_time >= m->from && c->h.max_time <= m->to;
+    rank_range part, *in = whole ? NULL : &part;
     uint32_t n = c->h.nprofiles;
     int rc;
 
-    if (!whole) {
-        if ((rc = merge_scratch(m, n)) != EMBER_OK)
-            return rc;
-        n = profiles_in_range(c, m->from, m->to, m->in);
-    }
+    if (!whole)
+        n = profiles_in_range(c, m->from, m->to, &part.r0, &part.r1);
     if (n == 0)
         return EMBER_OK;
     if (kept == NULL) {
         for (uint32_t i = 0; i < c->h.nstacks; i++)
             if ((rc = merge_run(m, c, c->stacks[i], c->stack_start[i],
-                                c->stack_start[i + 1],
-                                whole ? NULL : m->in)) != EMBER_OK)
+                                c->stack_start[i + 1], in)) != EMBER_OK)
                 return rc;
     } else {
-        merge_whole_add(m, c, whole ? NULL : m->in);
+        merge_whole_add(m, c, in);
         for (uint32_t k = 0; k < nkept; k++) {
             if (k + 4 < nkept)  /* a focus's runs are scattered */
                 __builtin_prefetch(&c->sample_value[kept[k + 4].at]);
             if ((rc = merge_run(m, c, kept[k].stack, kept[k].at,
-                                (uint64_t)kept[k].at + kept[k].n,
-                                whole ? NULL : m->in)) != EMBER_OK)
+                                (uint64_t)kept[k].at + kept[k].n, in)) !=
+                EMBER_OK)
                 return rc;
         }
     }
-    if ((rc = merge_span_add(m, c, whole ? NULL : m->in)) != EMBER_OK)
+    if ((rc = merge_span_add(m, c, in)) != EMBER_OK)
         return rc;
     m->nprofiles += n;
     if (m->sseen != NULL)           /* a series may be in several sources */
@@ -1105,7 +1112,6 @@ static void mscratch_free(em_mscratch *s)
     em_free(s->seen);
     em_free(s->keys);
     em_free(s->tmp_keys);
-    em_free(s->in);
 }
 
 void em_mpool_free(em_mpool *p)
@@ -1131,14 +1137,11 @@ static void mpool_take(em_mpool *p, merge_acc *m)
     m->cap_keys = s.cap_keys;
     m->tmp_keys = s.tmp_keys;
     m->cap_tmp = s.cap_tmp;
-    m->in = s.in;
-    m->in_cap = s.in_cap;
     /* pooled buffers count for the query that holds them */
     em_budget_hold(m->sum, true);
     em_budget_hold(m->seen, true);
     em_budget_hold(m->keys, true);
     em_budget_hold(m->tmp_keys, true);
-    em_budget_hold(m->in, true);
 }
 
 /* Pools M's buffers, zeroed, or frees them when the pool is full. */
@@ -1146,8 +1149,7 @@ static void mpool_give(em_mpool *p, merge_acc *m)
 {
     em_mscratch s = { .sum = m->sum, .seen = m->seen, .cap = m->cap,
                       .keys = m->keys, .tmp_keys = m->tmp_keys,
-                      .cap_keys = m->cap_keys, .cap_tmp = m->cap_tmp,
-                      .in = m->in, .in_cap = m->in_cap };
+                      .cap_keys = m->cap_keys, .cap_tmp = m->cap_tmp };
 
     pthread_mutex_lock(&p->mu);
     if (p->n < EM_MPOOL_SLOTS && s.sum != NULL && s.seen != NULL) {
@@ -1156,7 +1158,6 @@ static void mpool_give(em_mpool *p, merge_acc *m)
         em_budget_hold(s.seen, false);
         em_budget_hold(s.keys, false);
         em_budget_hold(s.tmp_keys, false);
-        em_budget_hold(s.in, false);
         s = (em_mscratch){ 0 };
     }
     pthread_mutex_unlock(&p->mu);

@@ -190,8 +190,6 @@ typedef struct em_mscratch {
     size_t cap;                     /* stack ids they cover */
     void *keys, *tmp_keys;          /* span keys, cap_keys and cap_tmp */
     size_t cap_keys, cap_tmp;
-    uint8_t *in;                    /* profile flags, in_cap of them */
-    uint32_t in_cap;
 } em_mscratch;
 
 #define EM_MPOOL_SLOTS 4
