@@ -1032,12 +1032,22 @@ static int group_copy(copier *c, const char *type, const uint32_t *uids,
 {
     const uint32_t *st;
     const int64_t *v;
-    size_t m = ember_merged_samples(g->merged, &st, &v), k = 0;
+    size_t m = ember_merged_samples(g->merged, &st, &v), k = 0, nf = 0;
     int rc = em_rprofile_init(&g->prof, type);
 
     if (rc == EMBER_OK && (g->ids = em_malloc(m * sizeof *g->ids + 1)) ==
         NULL)
         rc = em_err(EMBER_ENOMEM, "query: %zu stack ids", m);
+    for (size_t j = 0; j < m && rc == EMBER_OK; j++) {  /* sized first */
+        size_t i = v[j] != 0 ? id_find(uids, nu, st[j]) : nu;
+        if (i < nu) {
+            k++;
+            nf += c->src->stacks[i].nframes;
+        }
+    }
+    if (rc == EMBER_OK)
+        rc = em_rprofile_reserve(&g->prof, k, nf);
+    k = 0;
     copier_reset(c);
     for (size_t j = 0; j < m && rc == EMBER_OK; j++) {
         size_t i = v[j] != 0 ? id_find(uids, nu, st[j]) : nu;

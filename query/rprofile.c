@@ -78,6 +78,32 @@ static int rprofile_reserve(em_rprofile *p, size_t n)
     return EMBER_OK;
 }
 
+int em_rprofile_reserve(em_rprofile *p, size_t nstacks, size_t nframes)
+{
+    if (nframes > SIZE_MAX / 2 / sizeof *p->frames - p->nframes ||
+        nstacks > SIZE_MAX / 2 / sizeof *p->stacks - p->nstacks)
+        return em_err(EMBER_ELIMIT, "profile: too many frames");
+    if (p->nframes + nframes > p->cap_frames) {
+        em_rframe *f = em_realloc(p->frames,
+                                  (p->nframes + nframes) * sizeof *f);
+        if (f == NULL)
+            return em_err(EMBER_ENOMEM, "profile: %zu frames",
+                          p->nframes + nframes);
+        p->frames = f;
+        p->cap_frames = p->nframes + nframes;
+    }
+    if (p->nstacks + nstacks > p->cap_stacks) {
+        em_rstack *s = em_realloc(p->stacks,
+                                  (p->nstacks + nstacks) * sizeof *s);
+        if (s == NULL)
+            return em_err(EMBER_ENOMEM, "profile: %zu stacks",
+                          p->nstacks + nstacks);
+        p->stacks = s;
+        p->cap_stacks = p->nstacks + nstacks;
+    }
+    return EMBER_OK;
+}
+
 int em_rprofile_add(em_rprofile *p, const em_rframe *frames, size_t n,
                     int64_t value)
 {
