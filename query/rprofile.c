@@ -54,52 +54,26 @@ void em_rprofile_free(em_rprofile *p)
     memset(p, 0, sizeof *p);
 }
 
-/* Makes room for N more frames and one more stack. */
-static int rprofile_reserve(em_rprofile *p, size_t n)
-{
-    if (n > SIZE_MAX / 2 / sizeof *p->frames - p->nframes)
-        return em_err(EMBER_ELIMIT, "profile: too many frames");
-    if (p->nframes + n > p->cap_frames) {
-        em_rframe *f = em_grow(p->frames, &p->cap_frames, p->nframes + n,
-                               sizeof *f);
-        if (f == NULL)
-            return em_err(EMBER_ENOMEM, "profile: %zu frames",
-                          p->nframes + n);
-        p->frames = f;
-    }
-    if (p->nstacks == p->cap_stacks) {
-        em_rstack *s = em_grow(p->stacks, &p->cap_stacks, p->nstacks + 1,
-                               sizeof *s);
-        if (s == NULL)
-            return em_err(EMBER_ENOMEM, "profile: %zu stacks",
-                          p->nstacks + 1);
-        p->stacks = s;
-    }
-    return EMBER_OK;
-}
-
 int em_rprofile_reserve(em_rprofile *p, size_t nstacks, size_t nframes)
 {
     if (nframes > SIZE_MAX / 2 / sizeof *p->frames - p->nframes ||
         nstacks > SIZE_MAX / 2 / sizeof *p->stacks - p->nstacks)
         return em_err(EMBER_ELIMIT, "profile: too many frames");
     if (p->nframes + nframes > p->cap_frames) {
-        em_rframe *f = em_realloc(p->frames,
-                                  (p->nframes + nframes) * sizeof *f);
+        em_rframe *f = em_grow(p->frames, &p->cap_frames,
+                               p->nframes + nframes, sizeof *f);
         if (f == NULL)
             return em_err(EMBER_ENOMEM, "profile: %zu frames",
                           p->nframes + nframes);
         p->frames = f;
-        p->cap_frames = p->nframes + nframes;
     }
     if (p->nstacks + nstacks > p->cap_stacks) {
-        em_rstack *s = em_realloc(p->stacks,
-                                  (p->nstacks + nstacks) * sizeof *s);
+        em_rstack *s = em_grow(p->stacks, &p->cap_stacks,
+                               p->nstacks + nstacks, sizeof *s);
         if (s == NULL)
             return em_err(EMBER_ENOMEM, "profile: %zu stacks",
                           p->nstacks + nstacks);
         p->stacks = s;
-        p->cap_stacks = p->nstacks + nstacks;
     }
     return EMBER_OK;
 }
@@ -113,7 +87,7 @@ int em_rprofile_add(em_rprofile *p, const em_rframe *frames, size_t n,
         if (frames[i].fn >= p->names.count)
             return em_err(EMBER_EINVAL, "profile: frame %zu names function "
                           "%u of %u", i, frames[i].fn, p->names.count);
-    if ((rc = rprofile_reserve(p, n)) != EMBER_OK)
+    if ((rc = em_rprofile_reserve(p, 1, n)) != EMBER_OK)
         return rc;
     if (n > 0)
         memcpy(p->frames + p->nframes, frames, n * sizeof *frames);
