@@ -712,6 +712,9 @@ typedef struct macc_src {
     uint64_t *seen;                 /* [n / 64 + 1]: a merge without a
                                     ** focus sums most stacks */
     sum_page **page;                /* else [n / 64 + 1], NULL until used */
+    uint32_t *made;                 /* the pages made, by index (sorted
+                                    ** before they are collected) */
+    size_t nmade, cap_made;
     size_t n;
 } macc_src;
 
@@ -790,11 +793,21 @@ static inline void rank_narrow(const em_chunk *c, const rank_range *in,
         *b = rank_seek(c, *a, *b, in->r1);
 }
 
-/* A zeroed page for a block source's sums, carved from M's slabs. */
+/* A zeroed page for the sums of page W of block source B, carved from
+** M's slabs; W goes on B's list of pages made. */
 __attribute__((noinline))
-static sum_page *page_new(merge_acc *m)
+static sum_page *page_new(merge_acc *m, macc_src *b, size_t w)
 {
     page_slab *s = m->slab;
+
+    if (b->nmade == b->cap_made) {
+        uint32_t *g = em_grow(b->made, &b->cap_made, b->nmade + 1,
+                              sizeof *g);
+        if (g == NULL)
+            return NULL;
+        b->made = g;
+    }
+    b->made[b->nmade++] = (uint32_t)w;
 
 
     if (s == NULL || s->used == SLAB_PAGES) {
@@ -825,7 +838,8 @@ static inline int64_t *sum_slot(merge_acc *m, uint32_t src, uint32_t st,
         return &m->bs[src].sum[st];
     }
     pp = &m->bs[src].page[st >> 6];
-    if (__builtin_expect(*pp == NULL, 0) && (*pp = page_new(m)) == NULL)
+    if (__builtin_expect(*pp == NULL, 0) &&
+        (*pp = page_new(m, &m->bs[src], st >> 6)) == NULL)
         return NULL;
     *seen = &(*pp)->seen;
     return &(*pp)->sum[st & 63];
@@ -852,6 +866,35 @@ static int64_t *sum_word(const merge_acc *m, uint32_t src, size_t w,
         return NULL;
     *seen = &p->seen;
     return p->sum;
+}
+
+/* The words of source SRC's seen bits a walk visits: those of a sparse
+** block source's pages made (the list of *N), else all *N (NULL: word x
+** is the x-th). */
+static const uint32_t *sum_words(const merge_acc *m, uint32_t src,
+                                 size_t *n)
+{
+    if (src > 0 && m->bs[src].page != NULL) {
+        *n = m->bs[src].nmade;
+        return m->bs[src].made;
+    }
+    *n = ((src == 0 ? m->nstacks : m->bs[src].n) + 63) / 64;
+    return NULL;
+}
+
+static int u32_cmp(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Puts each sparse source's pages made in id order, for the collect. */
+static void sum_words_sort(merge_acc *m)
+{
+    for (uint32_t i = 1; i < m->nbs; i++)
+        if (m->bs[i].page != NULL && m->bs[i].nmade > 1)
+            qsort(m->bs[i].made, m->bs[i].nmade, sizeof *m->bs[i].made,
+                  u32_cmp);
 }
 
 /* Stack ids source SRC's sums cover. */
@@ -1222,6 +1265,7 @@ static void sums_clear(merge_acc *m, uint32_t src)
 
     if (src > 0) {          /* made again when read again */
         em_free(m->bs[src].page);
+        em_free(m->bs[src].made);
         em_free(m->bs[src].sum);
         em_free(m->bs[src].seen);
         m->bs[src] = (macc_src){ 0 };
@@ -1351,8 +1395,12 @@ static int merge_canon(merge_acc *m)
     int rc = EMBER_OK;
 
     for (uint32_t i = 0; i < m->nbs && rc == EMBER_OK; i++) {
-        size_t n = sum_count(m, i);
-        for (size_t w = 0; w < (n + 63) / 64 && rc == EMBER_OK; w++) {
+        size_t nw;          /* read again: a page made elsewhere may move
+                            ** another source's list, never this one's */
+        for (size_t x = 0; sum_words(m, i, &nw), x < nw && rc == EMBER_OK;
+             x++) {
+            const uint32_t *list = sum_words(m, i, &nw);
+            size_t w = list != NULL ? list[x] : x;
             uint64_t *seen;
             int64_t *sum = sum_word(m, i, w, &seen);
             for (uint64_t bits = sum != NULL ? *seen : 0;
@@ -1394,10 +1442,11 @@ static size_t merge_collect(merge_acc *m, uint32_t *ids, int64_t *vals,
     size_t k = 0;
 
     for (uint32_t i = 0; i < (m->nbs > 0 ? m->nbs : 1); i++) {
-        size_t n = sum_count(m, i);
+        size_t nw;
+        const uint32_t *list = sum_words(m, i, &nw);
         uint32_t base = r->src[i].base[EM_T_STACK];
-        for (size_t w = 0; (i > 0 || m->sum != NULL) && w < (n + 63) / 64;
-             w++) {
+        for (size_t x = 0; (i > 0 || m->sum != NULL) && x < nw; x++) {
+            size_t w = list != NULL ? list[x] : x;
             uint64_t *seen;
             const int64_t *sum = sum_word(m, i, w, &seen);
             if (sum == NULL)
@@ -1434,6 +1483,7 @@ static int merge_finish(merge_acc *m, ember_merged **out)
         merge_acc_reset(m);
         return rc;
     }
+    sum_words_sort(m);
     r = em_calloc(1, sizeof *r);
     n = merge_collect(m, NULL, NULL, NULL);
 
