@@ -671,6 +671,24 @@ static size_t keep_words(uint32_t nstacks)
     return (size_t)nstacks / 64 + 1;
 }
 
+static size_t kbucket(uint64_t owner)
+{
+    return (size_t)((owner * 0x9e3779b97f4a7c15ull) >> (64 - EM_KCACHE_BITS));
+}
+
+/* Takes slot SL out of its owner's bucket. */
+static void kcache_unlink(em_kcache *k, em_kslot *sl)
+{
+    uint16_t *p = &k->head[kbucket(sl->owner)];
+    uint16_t me = (uint16_t)(sl - k->slot + 1);
+
+    while (*p != 0 && *p != me)
+        p = &k->slot[*p - 1].next;
+    if (*p == me)
+        *p = sl->next;
+    sl->next = 0;
+}
+
 /* A copy of the cached set for K in *BITS with its *ID; *BITS stays NULL
 ** when there is none. */
 static int kcache_get(em_kcache *kc, const kkey *k, uint64_t **bits,
@@ -681,8 +699,9 @@ static int kcache_get(em_kcache *kc, const kkey *k, uint64_t **bits,
 
     *bits = NULL;
     pthread_mutex_lock(&kc->mu);
-    for (int i = 0; i < EM_KCACHE_SLOTS; i++) {
-        em_kslot *sl = &kc->slot[i];
+    for (uint16_t i = kc->head[kbucket(k->owner)]; i != 0;
+         i = kc->slot[i - 1].next) {
+        em_kslot *sl = &kc->slot[i - 1];
         if (!kslot_is(sl, k))
             continue;
         sl->used = ++kc->tick;
@@ -721,6 +740,7 @@ static em_kslot *kcache_evict(em_kcache *k, size_t bytes)
             lru == NULL)
             return free_sl != NULL ? free_sl : &k->slot[0];
         k->bytes -= kslot_bytes(lru);
+        kcache_unlink(k, lru);
         kslot_clear(lru);
     }
 }
@@ -734,7 +754,7 @@ static uint64_t kcache_put(em_kcache *kc, const kkey *key,
     const char *focus = key->focus, *ignore = key->ignore;
     size_t words = keep_words(key->nstacks);
     em_kslot n = { NULL, NULL, key->nfunctions, key->nstacks,
-                   em_malloc(words * sizeof *bits), 0, 0, key->owner };
+                   em_malloc(words * sizeof *bits), 0, 0, key->owner, 0 };
     em_kslot *sl;
     uint64_t id;
 
@@ -750,6 +770,8 @@ static uint64_t kcache_put(em_kcache *kc, const kkey *key,
         *sl = n;
         sl->id = id;
         sl->used = ++k->tick;
+        sl->next = k->head[kbucket(key->owner)];
+        k->head[kbucket(key->owner)] = (uint16_t)(sl - k->slot + 1);
         k->bytes += words * sizeof *bits;
     }
     pthread_mutex_unlock(&k->mu);

@@ -156,9 +156,13 @@ void em_ccache_stats(em_ccache *c, em_ccache_info *out);
 ** (engine/postings.c), for the snapshots with the same table sizes: tables
 ** only grow, so equal sizes mean equal answers. Each set made gets a new
 ** id, never reused, which names it in the chunk cache's memos. A focus
-** over a month of day blocks and their downsampled copies needs a set per
-** block: the slots are many, and their bitsets' bytes are bounded. */
-#define EM_KCACHE_SLOTS 256
+** over a month of blocks and their downsampled copies needs a set per
+** block, each query in the same order (fewer slots than blocks and the
+** least recently used is always the next one needed): the slots are many,
+** found through a hash of their source, and their bitsets' bytes are
+** bounded. */
+#define EM_KCACHE_BITS 10
+#define EM_KCACHE_SLOTS (1 << EM_KCACHE_BITS)
 #define EM_KCACHE_BYTES (64u << 20)
 typedef struct em_kslot {
     char *focus, *ignore;           /* what it was made for; NULL: none */
@@ -169,11 +173,14 @@ typedef struct em_kslot {
     uint64_t used;                  /* tick of the last use, for LRU */
     uint64_t owner;                 /* its source: 0 the head, else a
                                     ** block's id */
+    uint16_t next;                  /* the next slot of its owner's bucket,
+                                    ** + 1; 0: none */
 } em_kslot;
 
 typedef struct em_kcache {
     pthread_mutex_t mu;
     em_kslot slot[EM_KCACHE_SLOTS];
+    uint16_t head[EM_KCACHE_SLOTS]; /* per bucket of owners: a slot + 1 */
     uint64_t tick, last_id;
     size_t bytes;                   /* of the slots' bitsets */
 } em_kcache;

@@ -602,23 +602,31 @@ static bool keep_one(ember_db *db, uint64_t owner, uint32_t nstacks,
     return k.calls == 1;
 }
 
-/* A focus over many sources keeps a set for each (a month of day blocks
-** and their copies: about a hundred), and the sets' bytes stay within
+/* A focus over many sources keeps a set for each (a month of 2 h blocks
+** and their copies: 361), and the sets' bytes stay within
 ** EM_KCACHE_BYTES however large they are: the least recently used go. */
 static void test_keep_sets(void **state)
 {
     char *dir = tu_tmpdir("ccache-keep");
     ember_db *db = tu_open(dir, 0);
-    uint64_t id, first[120];
+    uint64_t id, first[400];
     const uint32_t big = EM_KCACHE_BYTES / 4 * 8;  /* a quarter each */
 
     (void)state;
-    for (uint64_t o = 1; o <= 120; o++)
+    for (uint64_t o = 1; o <= 400; o++)
         assert_true(keep_one(db, o, 1000, &first[o - 1]));
-    for (uint64_t o = 1; o <= 120; o++) {     /* all kept: no rebuild */
-        assert_false(keep_one(db, o, 1000, &id));
-        assert_true(id == first[o - 1]);
-    }
+    for (int round = 0; round < 2; round++)   /* all kept: no rebuild */
+        for (uint64_t o = 1; o <= 400; o++) {
+            assert_false(keep_one(db, o, 1000, &id));
+            assert_true(id == first[o - 1]);
+        }
+    /* more sources than slots: the least recently used go, the others
+    ** are still found in their owners' buckets */
+    for (uint64_t o = 401; o <= EM_KCACHE_SLOTS + 100; o++)
+        assert_true(keep_one(db, o, 1000, &id));
+    assert_true(keep_one(db, 1, 1000, &id));
+    assert_false(keep_one(db, EM_KCACHE_SLOTS + 100, 1000, &id));
+    assert_false(keep_one(db, 400, 1000, &id));
     for (uint64_t o = 1001; o <= 1005; o++)   /* five of a quarter each */
         assert_true(keep_one(db, o, big, &id));
     assert_true(db->kcache.bytes <= EM_KCACHE_BYTES);
