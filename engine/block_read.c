@@ -162,27 +162,41 @@ static void col_close(bcol *c)
     c->mem = NULL;
 }
 
-static int col_get(bcol *c, uint64_t *v)
+/* col_get past its one-byte case, out of line: a symbol load reads
+** millions of values, nearly all of one byte. */
+__attribute__((noinline))
+static int col_get_long(bcol *c, uint64_t *v)
 {
-    if (c->p < c->end && *c->p < 0x80) {
-        *v = *c->p++;
-        return EMBER_OK;
-    }
     if (em_varint_get(&c->p, c->end, v) != 0)
         return EM_CORRUPT("block %s: section %s: bad varint at byte %td",
                           c->b->path, SEC(c->id), c->p - c->base);
     return EMBER_OK;
 }
 
+static inline int col_get(bcol *c, uint64_t *v)
+{
+    if (__builtin_expect(c->p < c->end && *c->p < 0x80, 1)) {
+        *v = *c->p++;
+        return EMBER_OK;
+    }
+    return col_get_long(c, v);
+}
+
+__attribute__((noinline))
+static int col_past(const bcol *c, uint64_t v, uint64_t limit)
+{
+    return EM_CORRUPT("block %s: section %s: %" PRIu64 " at byte %td, past %"
+                      PRIu64, c->b->path, SEC(c->id), v, c->p - c->base,
+                      limit);
+}
+
 /* A value below LIMIT: an id of a table of LIMIT entries. */
-static int col_below(bcol *c, uint64_t limit, uint64_t *v)
+static inline int col_below(bcol *c, uint64_t limit, uint64_t *v)
 {
     int rc = col_get(c, v);
 
-    if (rc == EMBER_OK && *v >= limit)
-        return EM_CORRUPT("block %s: section %s: %" PRIu64 " at byte %td, "
-                          "past %" PRIu64, c->b->path, SEC(c->id), *v,
-                          c->p - c->base, limit);
+    if (__builtin_expect(rc == EMBER_OK && *v >= limit, 0))
+        return col_past(c, *v, limit);
     return rc;
 }
 
@@ -347,8 +361,17 @@ out:
     return rc;
 }
 
+__attribute__((noinline))
+static int col_outside(const bcol *c, int64_t d, uint64_t limit)
+{
+    return EM_CORRUPT("block %s: section %s: %" PRId64 " at byte %td, "
+                      "outside [0, %" PRIu64 ")", c->b->path, SEC(c->id), d,
+                      c->p - c->base, limit);
+}
+
 /* Field *PREV moved by the zig-zag delta read from C, within [0, LIMIT). */
-static int col_zz_id(bcol *c, uint64_t limit, uint32_t base, uint32_t *out)
+static inline int col_zz_id(bcol *c, uint64_t limit, uint32_t base,
+                            uint32_t *out)
 {
     uint64_t v;
     int64_t d, r;
@@ -357,11 +380,9 @@ static int col_zz_id(bcol *c, uint64_t limit, uint32_t base, uint32_t *out)
     if (rc != EMBER_OK)
         return rc;
     d = em_unzigzag(v);
-    if (__builtin_add_overflow((int64_t)base, d, &r) || r < 0 ||
-        (uint64_t)r >= limit)
-        return EM_CORRUPT("block %s: section %s: %" PRId64 " at byte %td, "
-                          "outside [0, %" PRIu64 ")", c->b->path,
-                          SEC(c->id), d, c->p - c->base, limit);
+    if (__builtin_expect(__builtin_add_overflow((int64_t)base, d, &r) ||
+                         r < 0 || (uint64_t)r >= limit, 0))
+        return col_outside(c, d, limit);
     *out = (uint32_t)r;
     return EMBER_OK;
 }
