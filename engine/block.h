@@ -183,7 +183,13 @@ typedef struct em_block_syms {
     const uint32_t *label_names, *label_values;   /* [nlabels], string ids */
 } em_block_syms;
 
+/* The block's symbols, loaded (and checked) on first use, kept until
+** close. */
 int em_block_symbols(em_block *b, const em_block_syms **out);
+/* Its strings, series and labels alone (*OUT's other tables may be NULL):
+** matching labels, listing values or reading a series' labels needs no
+** stack tree, the largest part of a block's symbols. */
+int em_block_names(em_block *b, const em_block_syms **out);
 
 /* The series whose labels hold NAME=VALUE (strings, exact), as a new
 ** bitmap (empty when none). */

@@ -72,7 +72,7 @@ struct em_block {
     blk_sec sec[BLK_NSEC];
     pthread_mutex_t mu;
     ZSTD_DCtx *dctx;                /* under mu */
-    lazy lz_syms, lz_post, lz_idx;
+    lazy lz_names, lz_syms, lz_post, lz_idx;
 
     em_block_syms syms;             /* points at the arrays below */
     uint32_t *str_off;
@@ -630,24 +630,51 @@ out:
     return rc;
 }
 
-static void syms_free(em_block *b)
+static void names_free(em_block *b)
 {
-    em_free(b->str_off), em_free(b->str_bytes), em_free(b->mappings);
-    em_free(b->functions), em_free(b->locations), em_free(b->lines);
-    em_free(b->parent), em_free(b->loc), em_free(b->depth);
+    em_free(b->str_off), em_free(b->str_bytes);
     em_free(b->series), em_free(b->lname), em_free(b->lvalue);
-    b->str_off = NULL, b->str_bytes = NULL, b->mappings = NULL;
-    b->functions = NULL, b->locations = NULL, b->lines = NULL;
-    b->parent = NULL, b->loc = NULL, b->depth = NULL;
+    b->str_off = NULL, b->str_bytes = NULL;
     b->series = NULL, b->lname = NULL, b->lvalue = NULL;
 }
 
+static void syms_free(em_block *b)
+{
+    em_free(b->mappings);
+    em_free(b->functions), em_free(b->locations), em_free(b->lines);
+    em_free(b->parent), em_free(b->loc), em_free(b->depth);
+    b->mappings = NULL;
+    b->functions = NULL, b->locations = NULL, b->lines = NULL;
+    b->parent = NULL, b->loc = NULL, b->depth = NULL;
+}
+
+/* The strings, series and labels: what label matching needs. */
+static int load_names(em_block *b)
+{
+    int (*const step[])(em_block *) = { load_strings, load_series,
+                                        load_labels };
+    int rc = EMBER_OK;
+
+    for (size_t i = 0; i < EM_ARRAY_LEN(step) && rc == EMBER_OK; i++)
+        rc = step[i](b);
+    if (rc != EMBER_OK) {
+        names_free(b);
+        return rc;
+    }
+    b->syms.str_off = b->str_off;
+    b->syms.str_bytes = b->str_bytes;
+    b->syms.series = b->series;
+    b->syms.label_names = b->lname;
+    b->syms.label_values = b->lvalue;
+    return EMBER_OK;
+}
+
+/* The rest of the symbols, after the names. Readers of the names may run
+** meanwhile: only the other fields of b->syms are written. */
 static int load_syms(em_block *b)
 {
-    int (*const step[])(em_block *) = { load_strings, load_mappings,
-                                        load_functions, load_locs,
-                                        load_lines, load_nodes,
-                                        load_series, load_labels };
+    int (*const step[])(em_block *) = { load_mappings, load_functions,
+                                        load_locs, load_lines, load_nodes };
     int rc = EMBER_OK;
 
     for (size_t i = 0; i < EM_ARRAY_LEN(step) && rc == EMBER_OK; i++)
@@ -656,10 +683,13 @@ static int load_syms(em_block *b)
         syms_free(b);
         return rc;
     }
-    b->syms = (em_block_syms){ b->str_off, b->str_bytes, b->mappings,
-                               b->functions, b->locations, b->lines,
-                               b->parent, b->loc, b->depth, b->series,
-                               b->lname, b->lvalue };
+    b->syms.mappings = b->mappings;
+    b->syms.functions = b->functions;
+    b->syms.locations = b->locations;
+    b->syms.lines = b->lines;
+    b->syms.parent = b->parent;
+    b->syms.loc = b->loc;
+    b->syms.depth = b->depth;
     return EMBER_OK;
 }
 
@@ -1158,9 +1188,11 @@ void em_block_close(em_block *b)
     if (b->map != NULL)
         munmap((void *)b->map, b->size);
     syms_free(b);
+    names_free(b);
     post_free(b);
     em_free(b->chunks), em_free(b->sfirst);
-    em_free(b->lz_syms.msg), em_free(b->lz_post.msg), em_free(b->lz_idx.msg);
+    em_free(b->lz_names.msg), em_free(b->lz_syms.msg);
+    em_free(b->lz_post.msg), em_free(b->lz_idx.msg);
     ZSTD_freeDCtx(b->dctx);
     pthread_mutex_destroy(&b->mu);
     em_free(b->path);
@@ -1213,18 +1245,27 @@ static int lazy_run(em_block *b, lazy *lz, int (*load)(em_block *))
     return rc;
 }
 
+int em_block_names(em_block *b, const em_block_syms **out)
+{
+    int rc = lazy_run(b, &b->lz_names, load_names);
+
+    *out = rc == EMBER_OK ? &b->syms : NULL;
+    return rc;
+}
+
 int em_block_symbols(em_block *b, const em_block_syms **out)
 {
-    int rc = lazy_run(b, &b->lz_syms, load_syms);
+    int rc = lazy_run(b, &b->lz_names, load_names);
 
+    if (rc == EMBER_OK)
+        rc = lazy_run(b, &b->lz_syms, load_syms);
     *out = rc == EMBER_OK ? &b->syms : NULL;
     return rc;
 }
 
 static int load_all_post(em_block *b)
 {
-    const em_block_syms *s;
-    int rc = em_block_symbols(b, &s);
+    int rc = lazy_run(b, &b->lz_names, load_names);
 
     return rc == EMBER_OK ? lazy_run(b, &b->lz_post, load_post) : rc;
 }

@@ -554,8 +554,8 @@ static int block_series_kept(em_cjob *j, const em_catalog_rec *b,
 
     em_block_path(j->db, b->id, path, sizeof path);
     rc = em_block_open(path, &blk);
-    if (rc == EMBER_OK)
-        rc = em_block_symbols(blk, &y);
+    if (rc == EMBER_OK)                 /* labels alone: no stack tree */
+        rc = em_block_names(blk, &y);
     for (uint32_t s = 0; rc == EMBER_OK && s < b->nseries; s++) {
         const em_bseries *se = &y->series[s];
         ember_label l[EM_MAX_LABELS];

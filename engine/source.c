@@ -286,6 +286,13 @@ static int bsyms(em_src *s, const em_block_syms **out)
     return em_block_symbols(s->blk, out);
 }
 
+/* The strings, series and labels of S: what a label matcher or a series'
+** labels need, without the stack tree. */
+static int bnames(em_src *s, const em_block_syms **out)
+{
+    return em_block_names(s->blk, out);
+}
+
 static const char *bstr(const em_block_syms *y, uint32_t id)
 {
     return y->str_bytes + y->str_off[id];
@@ -313,7 +320,7 @@ static int bpost_union(em_src *s, const char *name, const em_regex *re,
     const em_block_syms *y;
     uint32_t *vals = NULL;
     size_t n = 0;
-    int rc = bsyms(s, &y);
+    int rc = bnames(s, &y);
 
     if (rc == EMBER_OK)
         rc = em_block_label_values(s->blk, name, &vals, &n);
@@ -429,7 +436,7 @@ static int block_series(em_src *s, uint32_t id, const char **type,
 {
     const em_block_syms *y;
     const em_bseries *se;
-    int rc = bsyms(s, &y);
+    int rc = bnames(s, &y);
 
     if (rc != EMBER_OK)
         return rc;
@@ -647,7 +654,7 @@ static int bsrc_check(em_src *s, int table, uint32_t id,
     if (id >= s->n[table])
         return em_err(EMBER_ENOTFOUND, "block %016llx: %s %u: no such id",
                       (unsigned long long)s->id, em_table_names[table], id);
-    return bsyms(s, y);
+    return table == EM_T_STRING ? bnames(s, y) : bsyms(s, y);
 }
 
 int em_bsrc_string(em_src *s, uint32_t id, const char **str, size_t *len)

@@ -671,15 +671,15 @@ static void chunks_same(const model *m, em_block *b, uint32_t k)
     assert_int_equal(at, m->nprof);
 }
 
-static void postings_same(const model *m, em_block *b)
+/* The postings and label values of B against the model; S its names. */
+static void postings_same_names(const model *m, em_block *b,
+                                const em_block_syms *s)
 {
-    const em_block_syms *s;
     roaring_bitmap_t *r;
     uint32_t *v;
     size_t n;
     char name[32];
 
-    OK(em_block_symbols(b, &s));
     for (uint32_t k = 0; k < m->nser; k++) {
         snprintf(name, sizeof name, "svc%u", k);
         OK(em_block_postings(b, "service", name, &r));
@@ -708,6 +708,14 @@ static void postings_same(const model *m, em_block *b)
     OK(em_block_label_values(b, "nope", &v, &n));
     assert_int_equal(n, 0);
     assert_null(v);
+}
+
+static void postings_same(const model *m, em_block *b)
+{
+    const em_block_syms *s;
+
+    OK(em_block_symbols(b, &s));
+    postings_same_names(m, b, s);
 }
 
 static void info_same(const em_block_info *a, const em_block_info *c)
@@ -1580,6 +1588,50 @@ static void test_bit_flips(void **state)
     tu_rmdir(dir);
 }
 
+/* Labels are read without the stack tree: a block whose nodes.parent is
+** damaged still answers postings, label values and series names (from
+** bytes that passed their checksums), and every read of its stacks fails
+** naming the section. */
+static void test_names_alone(void **state)
+{
+    char *dir = tu_tmpdir("block-names");
+    char path[512];
+    model m;
+    em_block_info info;
+    em_bsection sec = { 0 };
+    const em_block_syms *s;
+    em_block *b;
+    int fd;
+
+    EM_UNUSED(state);
+    model_build(&m, dir, "n.blk", 100, 3, 20, 8, &info);
+    snprintf(path, sizeof path, "%s/n.blk", dir);
+    OK(em_block_open(path, &b));
+    for (size_t i = 0; i < em_block_nsections(b); i++) {
+        em_block_section(b, i, &sec);
+        if (sec.name != NULL && strcmp(sec.name, "nodes.parent") == 0)
+            break;
+    }
+    assert_string_equal(sec.name, "nodes.parent");
+    em_block_close(b);
+    fd = open(path, O_RDWR);
+    assert_true(fd >= 0);
+    flip(fd, sec.offset * 8 + 3);
+    close(fd);
+    OK(em_block_open(path, &b));
+    OK(em_block_names(b, &s));
+    assert_non_null(s->series);
+    assert_null(s->parent);                 /* not loaded */
+    postings_same_names(&m, b, s);
+    assert_int_equal(em_block_symbols(b, &s), EMBER_ECORRUPT);
+    assert_non_null(strstr(em_errmsg(), "nodes.parent"));
+    assert_int_equal(em_block_symbols(b, &s), EMBER_ECORRUPT); /* kept */
+    OK(em_block_names(b, &s));              /* the names stay good */
+    em_block_close(b);
+    model_free(&m);
+    tu_rmdir(dir);
+}
+
 /* A truncated or extended file is an error, whatever its length. */
 static void test_truncations(void **state)
 {
@@ -1953,6 +2005,7 @@ int main(void)
         cmocka_unit_test(test_abandon),
         cmocka_unit_test(test_threads),
         cmocka_unit_test(test_bit_flips),
+        cmocka_unit_test(test_names_alone),
         cmocka_unit_test(test_truncations),
         cmocka_unit_test(test_alloc_fail_read),
         cmocka_unit_test(test_alloc_fail_build),
