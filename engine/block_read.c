@@ -648,19 +648,30 @@ static void syms_free(em_block *b)
     b->parent = NULL, b->loc = NULL, b->depth = NULL;
 }
 
+typedef int (*load_fn)(em_block *b);
+
+/* Runs the N loads STEP in turn; when one fails, UNDO frees what all
+** made. */
+static int load_steps(em_block *b, const load_fn *step, size_t n,
+                      void (*undo)(em_block *))
+{
+    int rc = EMBER_OK;
+
+    for (size_t i = 0; i < n && rc == EMBER_OK; i++)
+        rc = step[i](b);
+    if (rc != EMBER_OK)
+        undo(b);
+    return rc;
+}
+
 /* The strings, series and labels: what label matching needs. */
 static int load_names(em_block *b)
 {
-    int (*const step[])(em_block *) = { load_strings, load_series,
-                                        load_labels };
-    int rc = EMBER_OK;
+    static const load_fn step[] = { load_strings, load_series, load_labels };
+    int rc = load_steps(b, step, EM_ARRAY_LEN(step), names_free);
 
-    for (size_t i = 0; i < EM_ARRAY_LEN(step) && rc == EMBER_OK; i++)
-        rc = step[i](b);
-    if (rc != EMBER_OK) {
-        names_free(b);
+    if (rc != EMBER_OK)
         return rc;
-    }
     b->syms.str_off = b->str_off;
     b->syms.str_bytes = b->str_bytes;
     b->syms.series = b->series;
@@ -673,16 +684,12 @@ static int load_names(em_block *b)
 ** meanwhile: only the other fields of b->syms are written. */
 static int load_syms(em_block *b)
 {
-    int (*const step[])(em_block *) = { load_mappings, load_functions,
-                                        load_locs, load_lines, load_nodes };
-    int rc = EMBER_OK;
+    static const load_fn step[] = { load_mappings, load_functions,
+                                    load_locs, load_lines, load_nodes };
+    int rc = load_steps(b, step, EM_ARRAY_LEN(step), syms_free);
 
-    for (size_t i = 0; i < EM_ARRAY_LEN(step) && rc == EMBER_OK; i++)
-        rc = step[i](b);
-    if (rc != EMBER_OK) {
-        syms_free(b);
+    if (rc != EMBER_OK)
         return rc;
-    }
     b->syms.mappings = b->mappings;
     b->syms.functions = b->functions;
     b->syms.locations = b->locations;
