@@ -652,7 +652,7 @@ static int scan_all(scan *s, const query *q)
     return rc;
 }
 
-/* Marks which profiles of C fall in [from, to]; returns how many. */
+/* The profiles of C in [FROM, TO], ranks [*R0, *R1); returns how many. */
 static uint32_t profiles_in_range(const em_chunk *c, int64_t from, int64_t to,
                                   uint32_t *r0, uint32_t *r1)
 {
@@ -697,7 +697,6 @@ struct ember_merged {
                                     ** name other stacks by them */
 };
 
-/* The sums of one block source: its stacks are numbered apart. */
 /* A block source's sums come in pages of 64 stacks, made when a merge
 ** first sums one of their stacks: a merge over many blocks then zeroes
 ** what it sums, not every block's whole stack table (a focus over a
@@ -707,6 +706,7 @@ typedef struct sum_page {
     int64_t sum[64];
 } sum_page;
 
+/* The sums of one block source: its stacks are numbered apart. */
 typedef struct macc_src {
     int64_t *sum;                   /* [n + 1] and */
     uint64_t *seen;                 /* [n / 64 + 1]: a merge without a
@@ -800,16 +800,6 @@ static sum_page *page_new(merge_acc *m, macc_src *b, size_t w)
 {
     page_slab *s = m->slab;
 
-    if (b->nmade == b->cap_made) {
-        uint32_t *g = em_grow(b->made, &b->cap_made, b->nmade + 1,
-                              sizeof *g);
-        if (g == NULL)
-            return NULL;
-        b->made = g;
-    }
-    b->made[b->nmade++] = (uint32_t)w;
-
-
     if (s == NULL || s->used == SLAB_PAGES) {
         s = em_malloc(sizeof *s + SLAB_PAGES * sizeof s->p[0]);
         if (s == NULL)
@@ -818,6 +808,14 @@ static sum_page *page_new(merge_acc *m, macc_src *b, size_t w)
         s->used = 0;
         m->slab = s;
     }
+    if (b->nmade == b->cap_made) {
+        uint32_t *g = em_grow(b->made, &b->cap_made, b->nmade + 1,
+                              sizeof *g);
+        if (g == NULL)
+            return NULL;
+        b->made = g;
+    }
+    b->made[b->nmade++] = (uint32_t)w;
     memset(&s->p[s->used], 0, sizeof s->p[0]);
     return &s->p[s->used++];
 }
@@ -847,14 +845,14 @@ static inline int64_t *sum_slot(merge_acc *m, uint32_t src, uint32_t st,
 
 /* Word W of source SRC's seen bits and the 64 sums it covers; NULL when
 ** the source summed none of them. */
-static int64_t *sum_word(const merge_acc *m, uint32_t src, size_t w,
-                         uint64_t **seen)
+static inline int64_t *sum_word(const merge_acc *m, uint32_t src,
+                                size_t w, uint64_t **seen)
 {
     sum_page *p;
 
     if (src == 0) {
-        *seen = &m->seen[w];
-        return m->sum + w * 64;
+        *seen = m->seen + w;
+        return m->sum != NULL ? m->sum + w * 64 : NULL;
     }
     if (m->bs == NULL)
         return NULL;
@@ -868,18 +866,27 @@ static int64_t *sum_word(const merge_acc *m, uint32_t src, size_t w,
     return p->sum;
 }
 
-/* The words of source SRC's seen bits a walk visits: those of a sparse
-** block source's pages made (the list of *N), else all *N (NULL: word x
-** is the x-th). */
-static const uint32_t *sum_words(const merge_acc *m, uint32_t src,
-                                 size_t *n)
+/* Stack ids source SRC's sums cover. */
+static size_t sum_count(const merge_acc *m, uint32_t src)
 {
-    if (src > 0 && m->bs[src].page != NULL) {
-        *n = m->bs[src].nmade;
-        return m->bs[src].made;
-    }
-    *n = ((src == 0 ? m->nstacks : m->bs[src].n) + 63) / 64;
-    return NULL;
+    return src == 0 ? m->nstacks : m->bs[src].n;
+}
+
+/* How many words of source SRC's seen bits a walk visits: a sparse block
+** source's pages made, else all of them. */
+static inline size_t sum_nwords(const merge_acc *m, uint32_t src)
+{
+    if (src > 0 && m->bs[src].page != NULL)
+        return m->bs[src].nmade;
+    return (sum_count(m, src) + 63) / 64;
+}
+
+/* The X-th word of those (read anew each time: making a page may move
+** the list). */
+static inline size_t sum_word_at(const merge_acc *m, uint32_t src,
+                                 size_t x)
+{
+    return src > 0 && m->bs[src].page != NULL ? m->bs[src].made[x] : x;
 }
 
 static int u32_cmp(const void *a, const void *b)
@@ -895,12 +902,6 @@ static void sum_words_sort(merge_acc *m)
         if (m->bs[i].page != NULL && m->bs[i].nmade > 1)
             qsort(m->bs[i].made, m->bs[i].nmade, sizeof *m->bs[i].made,
                   u32_cmp);
-}
-
-/* Stack ids source SRC's sums cover. */
-static size_t sum_count(const merge_acc *m, uint32_t src)
-{
-    return src == 0 ? m->nstacks : m->bs[src].n;
 }
 
 static int merge_nomem(uint32_t st)
@@ -1395,12 +1396,8 @@ static int merge_canon(merge_acc *m)
     int rc = EMBER_OK;
 
     for (uint32_t i = 0; i < m->nbs && rc == EMBER_OK; i++) {
-        size_t nw;          /* read again: a page made elsewhere may move
-                            ** another source's list, never this one's */
-        for (size_t x = 0; sum_words(m, i, &nw), x < nw && rc == EMBER_OK;
-             x++) {
-            const uint32_t *list = sum_words(m, i, &nw);
-            size_t w = list != NULL ? list[x] : x;
+        for (size_t x = 0; x < sum_nwords(m, i) && rc == EMBER_OK; x++) {
+            size_t w = sum_word_at(m, i, x);
             uint64_t *seen;
             int64_t *sum = sum_word(m, i, w, &seen);
             for (uint64_t bits = sum != NULL ? *seen : 0;
@@ -1442,11 +1439,9 @@ static size_t merge_collect(merge_acc *m, uint32_t *ids, int64_t *vals,
     size_t k = 0;
 
     for (uint32_t i = 0; i < (m->nbs > 0 ? m->nbs : 1); i++) {
-        size_t nw;
-        const uint32_t *list = sum_words(m, i, &nw);
         uint32_t base = r->src[i].base[EM_T_STACK];
-        for (size_t x = 0; (i > 0 || m->sum != NULL) && x < nw; x++) {
-            size_t w = list != NULL ? list[x] : x;
+        for (size_t x = 0; x < sum_nwords(m, i); x++) {
+            size_t w = sum_word_at(m, i, x);
             uint64_t *seen;
             const int64_t *sum = sum_word(m, i, w, &seen);
             if (sum == NULL)
