@@ -38,6 +38,9 @@
 /* Merged blocks stay for good: 15 against 19 cost 1.3% more bytes and
 ** took half the time on bench's synthetic day (bench/RESULTS.md). */
 #define DEFAULT_ZSTD_LEVEL 15
+/* Level-0 blocks live until their merge window is whole (a day by
+** default), then are rewritten: zstd 19 took half of a compaction's time
+** there for bytes that soon go. */
 #define CUT_ZSTD_LEVEL 3
 #define CUT_TRIES 3
 
@@ -486,9 +489,6 @@ static int opts_resolve(em_cjob *j, const ember_compact_opts *in)
     /* whole windows only, so that a window's block is made once */
     j->o.cut = head == 0 ? INT64_MAX
                          : floor_to(j->o.now - head, span);
-    /* Level-0 blocks live until their merge window is whole (a day by
-    ** default), then are rewritten: zstd 19 took half of a compaction's
-    ** time there for bytes that soon go. */
     j->o.zstd_level = in != NULL && in->zstd_level != 0 ? in->zstd_level
                                                        : DEFAULT_ZSTD_LEVEL;
     j->o.cut_zstd_level = CUT_ZSTD_LEVEL;

@@ -352,10 +352,10 @@ typedef struct em_rprofile {
 ** failure *P is still safe to em_rprofile_free. */
 int em_rprofile_init(em_rprofile *p, const char *type);
 void em_rprofile_free(em_rprofile *p);          /* NULL: no-op */
-/* Appends a stack of N frames (leaf first) with VALUE. */
 /* Makes room for NSTACKS more stacks of NFRAMES frames in all, so that
 ** adding a profile whose size is known copies no array twice. */
 int em_rprofile_reserve(em_rprofile *p, size_t nstacks, size_t nframes);
+/* Appends a stack of N frames (leaf first) with VALUE. */
 int em_rprofile_add(em_rprofile *p, const em_rframe *frames, size_t n,
                     int64_t value);
 /* The same for a diff profile: BASE and TARGET values. Sets p->diff. */
