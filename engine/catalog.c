@@ -9,16 +9,21 @@
 **
 ** Key: the block id, 8 bytes big-endian (ids ascend in the order blocks
 ** were made, and are never reused). Value, little-endian:
-**   0  u8  record version (1)     1  u8  level     2  u16  reserved (0)
+**   0  u8  record version (2)     1  u8  level     2  u16  reserved (0)
 **   4  u32 the block's footer CRC (em_block_info.footer_crc)
 **   8  u64 file size             16  i64 min_time  24  i64 max_time
 **  32  i64 resolution_ms         40  u64 profiles  48  u64 samples
 **  56  u32 series                60  u32 stack nodes
 **  64  u64 made from: the block this one downsamples (0: none, it holds
 **      profiles as stored)
-**  72  end
+**  72  u32 strings  76  u32 mappings  80  u32 functions  84  u32 locations
+**  88  end
+** Version 1 records end at 72: without the table sizes a snapshot cannot
+** lay out the block's ids before opening it, so it opens such a block when
+** it begins; with them it opens a block only when a question reads it.
 ** The catalog record and the block's own footer must agree on id, footer
-** checksum and size: a snapshot refuses a block that does not.
+** checksum, size and table sizes: a snapshot refuses a block that does
+** not.
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,8 +31,9 @@
 #include "engine/block.h"
 #include "engine/store.h"
 
-#define CAT_REC_LEN 72
-#define CAT_REC_VERSION 1
+#define CAT_REC_LEN 88
+#define CAT_REC_V1_LEN 72
+#define CAT_REC_VERSION 2
 
 static void catalog_key(uint8_t k[8], uint64_t id)
 {
@@ -55,15 +61,22 @@ static void catalog_encode(const em_block_info *b, uint64_t made_from,
     em_put_le32(out + 56, b->nseries);
     em_put_le32(out + 60, b->nnodes);
     em_put_le64(out + 64, made_from);
+    em_put_le32(out + 72, b->nstrings);
+    em_put_le32(out + 76, b->nmappings);
+    em_put_le32(out + 80, b->nfunctions);
+    em_put_le32(out + 84, b->nlocations);
 }
 
 static int catalog_decode(const uint8_t *k, size_t klen, const uint8_t *v,
                       size_t vlen, em_catalog_rec *out)
 {
-    if (klen != 8 || vlen != CAT_REC_LEN)
+    if (klen != 8 || vlen == 0)
         return EM_CORRUPT("catalog: a record of %zu/%zu bytes", klen, vlen);
-    if (v[0] != CAT_REC_VERSION)
+    if (v[0] != 1 && v[0] != CAT_REC_VERSION)
         return em_err(EMBER_EFORMAT, "catalog: record version %u", v[0]);
+    if (vlen != (v[0] == 1 ? CAT_REC_V1_LEN : CAT_REC_LEN))
+        return EM_CORRUPT("catalog: a version %u record of %zu bytes", v[0],
+                          vlen);
     if (v[2] != 0 || v[3] != 0 || v[1] > 63)
         return EM_CORRUPT("catalog: block %016llx: bad level or reserved "
                           "bytes", (unsigned long long)key_id(k));
@@ -79,6 +92,11 @@ static int catalog_decode(const uint8_t *k, size_t klen, const uint8_t *v,
     out->nseries = em_get_le32(v + 56);
     out->nnodes = em_get_le32(v + 60);
     out->made_from = em_get_le64(v + 64);
+    out->sized = v[0] >= 2;
+    out->nstrings = out->sized ? em_get_le32(v + 72) : 0;
+    out->nmappings = out->sized ? em_get_le32(v + 76) : 0;
+    out->nfunctions = out->sized ? em_get_le32(v + 80) : 0;
+    out->nlocations = out->sized ? em_get_le32(v + 84) : 0;
     if (out->min_time > out->max_time || out->resolution_ms < 0 ||
         (out->made_from != 0) != (out->resolution_ms > 0) ||
         out->made_from >= out->id)
@@ -87,6 +105,25 @@ static int catalog_decode(const uint8_t *k, size_t klen, const uint8_t *v,
                           (long long)out->min_time, (long long)out->max_time,
                           (long long)out->resolution_ms);
     return EMBER_OK;
+}
+
+bool em_catalog_agrees(const em_catalog_rec *rec, const em_block_info *in,
+                       bool all)
+{
+    if (in->id != rec->id || in->footer_crc != rec->footer_crc ||
+        in->file_size != rec->file_size)
+        return false;
+    if (rec->sized &&
+        (in->nstrings != rec->nstrings || in->nmappings != rec->nmappings ||
+         in->nfunctions != rec->nfunctions ||
+         in->nlocations != rec->nlocations || in->nnodes != rec->nnodes ||
+         in->nseries != rec->nseries))
+        return false;
+    return !all ||
+           (in->min_time == rec->min_time && in->max_time == rec->max_time &&
+            in->nprofiles == rec->nprofiles && in->nsamples == rec->nsamples &&
+            in->resolution_ms == rec->resolution_ms &&
+            in->level == rec->level);
 }
 
 int em_catalog_walk(MDB_txn *txn, ember_db *db,

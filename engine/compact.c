@@ -584,6 +584,8 @@ EMBER_API int ember_compact(ember_db *db, const ember_compact_opts *opts,
         rep.bytes_before = dir_du(&j);
         rc = em_blocks_sweep(&j);
     }
+    if (rc == EMBER_OK && !j.in_dry)
+        rc = em_blocks_upgrade(&j);
     if (rc == EMBER_OK)
         rc = run_steps(&j);
     opts_free(&j.o);

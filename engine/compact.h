@@ -55,6 +55,10 @@ int em_blocks_retention(em_cjob *j, uint64_t *n);
 ** open them (meta gone_ID holds the commit that dropped ID), and files no
 ** commit ever named. */
 int em_blocks_sweep(em_cjob *j);
+/* Rewrites the catalog's version 1 records as version 2 (with the table
+** sizes, read from each block's footer), so that snapshots open those
+** blocks only when a question reads them. */
+int em_blocks_upgrade(em_cjob *j);
 /* The oldest snapshot (LMDB txn id) a reader of the environment holds;
 ** UINT64_MAX when none does (engine/punch.c). */
 int em_readers_oldest(ember_db *db, uint64_t *txnid);

@@ -261,6 +261,61 @@ static int blocks_commit(em_cjob *j, const em_block_info *add,
     return rc == EMBER_OK ? gone_remove(j) : rc;
 }
 
+/* ---- catalog records of version 1 ------------------------------------------------- */
+
+typedef struct upgrade_ctx {
+    em_block_info *info;
+    uint64_t *made;
+    size_t n;
+} upgrade_ctx;
+
+static int upgrade_txn(em_wtxn *w, void *ctx)
+{
+    upgrade_ctx *u = ctx;
+    int rc = EMBER_OK;
+
+    for (size_t i = 0; i < u->n && rc == EMBER_OK; i++)
+        rc = em_catalog_put(w, &u->info[i], u->made[i]);
+    return rc;
+}
+
+int em_blocks_upgrade(em_cjob *j)
+{
+    upgrade_ctx u = { 0 };
+    cat c;
+    int rc = cat_read(j, &c, NULL);
+
+    if (rc == EMBER_OK && c.n > 0 &&
+        ((u.info = em_calloc(c.n, sizeof *u.info)) == NULL ||
+         (u.made = em_calloc(c.n, sizeof *u.made)) == NULL))
+        rc = em_err(EMBER_ENOMEM, "compact: %zu catalog records", c.n);
+    for (size_t i = 0; i < c.n && rc == EMBER_OK; i++) {
+        char path[4400];
+        em_block *b = NULL;
+        if (c.v[i].sized)
+            continue;
+        em_block_path(j->db, c.v[i].id, path, sizeof path);
+        rc = em_block_open(path, &b);
+        if (rc == EMBER_OK && !em_catalog_agrees(&c.v[i], em_block_get_info(b),
+                                                 true))
+            rc = EM_CORRUPT("block %016llx: the file is not the block the "
+                            "catalog names", (unsigned long long)c.v[i].id);
+        if (rc == EMBER_OK) {
+            u.info[u.n] = *em_block_get_info(b);
+            u.made[u.n++] = c.v[i].made_from;
+        }
+        em_block_close(b);
+        if (rc != EMBER_OK)
+            em_err_prefix(rc, "compact: upgrading the catalog");
+    }
+    if (rc == EMBER_OK && u.n > 0)
+        rc = em_write_run(j->db, upgrade_txn, &u);
+    em_free(u.info);
+    em_free(u.made);
+    em_free(c.v);
+    return rc;
+}
+
 /* ---- one rewrite: blocks in, a block out ------------------------------------------ */
 
 typedef struct opened {

@@ -293,8 +293,12 @@ static int scan_block(scan *s, uint32_t local, uint32_t series)
     em_src *src = &s->r->src[s->src];
     uint8_t key[EM_CCACHE_KEY_LEN] = { 0 };
     const em_bchunk *cs;
-    size_t n;
-    int rc = em_block_chunks(src->blk, local, &cs, &n);
+    em_block *b;
+    size_t n = 0;
+    int rc = em_src_block(src, &b);
+
+    if (rc == EMBER_OK)
+        rc = em_block_chunks(b, local, &cs, &n);
 
     for (size_t i = 0; i < n && rc == EMBER_OK && cs[i].min_time <= s->to;
          i++) {
@@ -303,7 +307,7 @@ static int scan_block(scan *s, uint32_t local, uint32_t series)
             continue;
         em_put_be64(key, src->id);
         em_put_be64(key + 8, cs[i].offset);
-        rc = em_block_chunk_bytes(src->blk, &cs[i], &buf);
+        rc = em_block_chunk_bytes(b, &cs[i], &buf);
         if (rc == EMBER_OK)
             rc = scan_one(s, series, key, buf, (size_t)cs[i].len);
         if (rc != EMBER_OK)

@@ -6,9 +6,12 @@
 ** first, at base 0, so that a database with no block reads as before).
 **
 ** Blocks are opened once per handle and kept (em_bhold: the mapping and
-** the decoded symbols are shared by every snapshot); a snapshot holds a
-** reference to each block it reads, so a block compaction removed from
-** the catalog stays readable until the last snapshot that named it ends.
+** the decoded symbols are shared by every snapshot); a snapshot opens a
+** block only when a question reads it (the catalog's record gives the
+** sizes its ids are laid out by, and its times), then holds a reference.
+** A block compaction removed from the catalog stays on disk until every
+** LMDB reader that could name it has ended (engine/compact_blocks.c), so
+** a snapshot may open it late.
 **
 ** Series: the same labels may be stored in several sources. A snapshot
 ** gives them one canonical id, the virtual id under which it first met
@@ -80,13 +83,13 @@ static int bhold_get(ember_db *db, const em_catalog_rec *rec,
         return EMBER_OK;
     em_block_path(db, id, path, sizeof path);
     if ((rc = em_block_open(path, &b)) != EMBER_OK)
-        return em_err_prefix(rc, "block %016llx", (unsigned long long)id);
+        return rc;                  /* its message names the file */
     in = em_block_get_info(b);
-    if (in->id != id || in->footer_crc != rec->footer_crc ||
-        in->file_size != rec->file_size) {
+    if (!em_catalog_agrees(rec, in, false)) {
         rc = EM_CORRUPT("block %016llx: the file is not the block the "
                         "catalog names (id %016llx, footer %08x, %llu "
-                        "bytes; the catalog says footer %08x, %llu bytes)",
+                        "bytes; the catalog says footer %08x, %llu bytes, "
+                        "or other table sizes)",
                         (unsigned long long)id, (unsigned long long)in->id,
                         in->footer_crc, (unsigned long long)in->file_size,
                         rec->footer_crc,
@@ -132,24 +135,47 @@ static int src_push(em_rtxn *r, size_t *cap, const em_src *s)
     return EMBER_OK;
 }
 
-static void src_of_block(em_src *s, em_bhold *h)
+/* Block source S as the catalog's record REC describes it, not opened. */
+static void src_of_rec(em_src *s, ember_db *db, const em_catalog_rec *rec)
 {
-    const em_block_info *in = em_block_get_info(h->b);
-
     memset(s, 0, sizeof *s);
     s->kind = EM_SRC_BLOCK;
-    s->hold = h;
-    s->blk = h->b;
-    s->id = h->id;
-    s->n[EM_T_STRING] = in->nstrings;
-    s->n[EM_T_MAPPING] = in->nmappings;
-    s->n[EM_T_FUNCTION] = in->nfunctions;
-    s->n[EM_T_LOCATION] = in->nlocations;
-    s->n[EM_T_STACK] = in->nnodes;
-    s->n[EM_T_SERIES] = in->nseries;
-    s->min_time = in->min_time;
-    s->max_time = in->max_time;
-    s->resolution_ms = in->resolution_ms;
+    s->db = db;
+    s->id = rec->id;
+    s->footer_crc = rec->footer_crc;
+    s->file_size = rec->file_size;
+    s->n[EM_T_STRING] = rec->nstrings;
+    s->n[EM_T_MAPPING] = rec->nmappings;
+    s->n[EM_T_FUNCTION] = rec->nfunctions;
+    s->n[EM_T_LOCATION] = rec->nlocations;
+    s->n[EM_T_STACK] = rec->nnodes;
+    s->n[EM_T_SERIES] = rec->nseries;
+    s->min_time = rec->min_time;
+    s->max_time = rec->max_time;
+    s->resolution_ms = rec->resolution_ms;
+    s->made_from = rec->made_from;
+    s->level = rec->level;
+}
+
+int em_src_block(em_src *s, em_block **out)
+{
+    em_catalog_rec rec = { .id = s->id, .footer_crc = s->footer_crc,
+                           .file_size = s->file_size, .sized = true,
+                           .nstrings = s->n[EM_T_STRING],
+                           .nmappings = s->n[EM_T_MAPPING],
+                           .nfunctions = s->n[EM_T_FUNCTION],
+                           .nlocations = s->n[EM_T_LOCATION],
+                           .nnodes = s->n[EM_T_STACK],
+                           .nseries = s->n[EM_T_SERIES] };
+    int rc;
+
+    if (s->blk == NULL) {
+        if ((rc = bhold_get(s->db, &rec, &s->hold)) != EMBER_OK)
+            return rc;
+        s->blk = s->hold->b;
+    }
+    *out = s->blk;
+    return EMBER_OK;
 }
 
 /* Lays the sources side by side: each table's bases, and the totals. */
@@ -173,18 +199,35 @@ static int src_bases(em_rtxn *r)
     return EMBER_OK;
 }
 
+/* A version 1 record lacks the table sizes the snapshot lays ids out by:
+** its block is opened now, and the sizes read from its footer. So is
+** every block of a handle opened without LMDB's lock: its snapshots are
+** not in the reader table that compaction waits on before it removes a
+** dropped block's file, so they must hold their blocks from the start. */
 int em_sources_add_block(em_rtxn *r, size_t *cap, const em_catalog_rec *rec)
 {
-    em_bhold *h;
+    em_catalog_rec sized = *rec;
+    em_bhold *h = NULL;
     em_src s;
-    int rc = bhold_get(r->db, rec, &h);
+    int rc;
 
-    if (rc != EMBER_OK)
-        return rc;
-    src_of_block(&s, h);
-    s.made_from = rec->made_from;
-    s.level = rec->level;
-    if ((rc = src_push(r, cap, &s)) != EMBER_OK)
+    if (!rec->sized || r->db->nolock) {
+        if ((rc = bhold_get(r->db, rec, &h)) != EMBER_OK)
+            return rc;
+        const em_block_info *in = em_block_get_info(h->b);
+        sized.nstrings = in->nstrings;
+        sized.nmappings = in->nmappings;
+        sized.nfunctions = in->nfunctions;
+        sized.nlocations = in->nlocations;
+        sized.nnodes = in->nnodes;
+        sized.nseries = in->nseries;
+    }
+    src_of_rec(&s, r->db, &sized);
+    if (h != NULL) {
+        s.hold = h;
+        s.blk = h->b;
+    }
+    if ((rc = src_push(r, cap, &s)) != EMBER_OK && h != NULL)
         bhold_unref(r->db, h);
     return rc;
 }
@@ -202,7 +245,7 @@ static void blocks_forget(em_rtxn *r)
         em_bhold *h = *p;
         bool named = false;
         for (uint32_t i = 1; i < r->nsrc && !named; i++)
-            named = r->src[i].hold == h;
+            named = r->src[i].id == h->id;
         if (named || h->stale) {
             p = &h->next;
             continue;
@@ -283,14 +326,20 @@ bool em_src_overlaps(const em_src *s, int64_t from, int64_t to)
 
 static int bsyms(em_src *s, const em_block_syms **out)
 {
-    return em_block_symbols(s->blk, out);
+    em_block *b;
+    int rc = em_src_block(s, &b);
+
+    return rc == EMBER_OK ? em_block_symbols(b, out) : rc;
 }
 
 /* The strings, series and labels of S: what a label matcher or a series'
 ** labels need, without the stack tree. */
 static int bnames(em_src *s, const em_block_syms **out)
 {
-    return em_block_names(s->blk, out);
+    em_block *b;
+    int rc = em_src_block(s, &b);
+
+    return rc == EMBER_OK ? em_block_names(b, out) : rc;
 }
 
 static const char *bstr(const em_block_syms *y, uint32_t id)
@@ -303,7 +352,11 @@ static int bpost_or(em_src *s, const char *name, const char *value,
                     roaring_bitmap_t *acc)
 {
     roaring_bitmap_t *bm = NULL;
-    int rc = em_block_postings(s->blk, name, value, &bm);
+    em_block *b;
+    int rc = em_src_block(s, &b);
+
+    if (rc == EMBER_OK)
+        rc = em_block_postings(b, name, value, &bm);
 
     if (rc == EMBER_OK)
         roaring_bitmap_or_inplace(acc, bm);
@@ -746,16 +799,20 @@ int em_bsrc_stack(em_src *s, uint32_t id, em_arena_fn arena, void *ctx,
 
 int em_src_node_hash(em_src *s, uint32_t local, em_h128 *out)
 {
-    em_bhold *h = s->hold;
     const em_block_syms *y;
+    em_block *blk;
+    em_bhold *h;
     em_budget *b;
-    int rc;
+    int rc = em_src_block(s, &blk);
 
+    if (rc != EMBER_OK)
+        return rc;
+    h = s->hold;
     pthread_mutex_lock(&h->mu);
     b = em_budget_swap(NULL);       /* the handle's memory, not the query's */
     rc = bsyms(s, &y);
     if (rc == EMBER_OK)
-        rc = em_bhash_node(&h->hashes, y, em_block_get_info(s->blk), local, out);
+        rc = em_bhash_node(&h->hashes, y, em_block_get_info(blk), local, out);
     em_budget_swap(b);
     pthread_mutex_unlock(&h->mu);
     return rc;

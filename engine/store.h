@@ -224,9 +224,14 @@ typedef struct em_block em_block;   /* engine/block.h */
 
 typedef struct em_src {
     int kind;                       /* EM_SRC_* */
-    em_bhold *hold;                 /* BLOCK: the handle's open block */
+    em_bhold *hold;                 /* BLOCK: the handle's open block, NULL
+                                    ** until a question reads the block
+                                    ** (em_src_block) */
     em_block *blk;
+    ember_db *db;                   /* BLOCK: whose file to open */
     uint64_t id;                    /* BLOCK: its catalog id */
+    uint32_t footer_crc;            /* BLOCK: the catalog's footer CRC */
+    uint64_t file_size;             /* and size, checked at the open */
     uint32_t n[EM_T_COUNT];         /* local table sizes (STACK: nodes) */
     uint32_t base[EM_T_COUNT];      /* virtual id = base + local id */
     int64_t min_time, max_time;     /* head: INT64_MIN, INT64_MAX */
@@ -670,6 +675,9 @@ int em_src_find(const em_rtxn *r, int table, uint32_t vid, uint32_t *src,
                 uint32_t *local);
 /* True when source S may hold profiles in [FROM, TO]. */
 bool em_src_overlaps(const em_src *s, int64_t from, int64_t to);
+/* Block source S's file, opened (and checked against the catalog) the
+** first time a question reads it; the snapshot holds it from then on. */
+int em_src_block(em_src *s, em_block **out);
 /* The local series of source SRC that SEL's type and matchers select
 ** (its range and series ids play no part), as a new bitmap. */
 int em_src_select(em_rtxn *r, uint32_t src, const ember_selector *sel,
@@ -730,19 +738,28 @@ typedef struct em_catalog_rec {
     uint64_t nprofiles, nsamples;
     uint32_t nseries, nnodes;
     uint64_t made_from;             /* the block it downsamples; 0: none */
+    bool sized;                     /* a version 2 record: the sizes below
+                                    ** are the block's (0 in version 1) */
+    uint32_t nstrings, nmappings, nfunctions, nlocations;
 } em_catalog_rec;
 
+struct em_block_info;
+/* Whether block IN is the one REC names: its id, footer checksum and size,
+** and its table sizes when REC has them; with ALL, its times, counts,
+** resolution and level too (what verify compares). */
+bool em_catalog_agrees(const em_catalog_rec *rec,
+                       const struct em_block_info *in, bool all);
 /* Calls FN for every record of TXN's catalog, by ascending id. */
 int em_catalog_walk(MDB_txn *txn, ember_db *db,
                     int (*fn)(void *ctx, const em_catalog_rec *rec),
                     void *ctx);
 /* Adds every block of R's catalog to R's sources (CAP: their capacity). */
 int em_catalog_each(em_rtxn *r, size_t *cap);
-/* Adds the block REC names to R's sources, checking the file against it. */
+/* Adds the block REC names to R's sources, not yet opened; a version 1
+** record, which lacks the table sizes, has its block opened now. */
 int em_sources_add_block(em_rtxn *r, size_t *cap, const em_catalog_rec *rec);
 /* Enters block B (what its footer says; MADE_FROM: the block it
 ** downsamples, or 0) in W's catalog, or removes ID. */
-struct em_block_info;
 int em_catalog_put(em_wtxn *w, const struct em_block_info *b,
                    uint64_t made_from);
 int em_catalog_del(em_wtxn *w, uint64_t id);

@@ -63,10 +63,7 @@ static int verify_one(void *ctx, const em_catalog_rec *rec)
         return rc == EMBER_ENOMEM ? rc : EMBER_OK;
     }
     in = em_block_get_info(b);
-    if (in->id != rec->id || in->footer_crc != rec->footer_crc ||
-        in->file_size != rec->file_size || in->min_time != rec->min_time ||
-        in->max_time != rec->max_time || in->nprofiles != rec->nprofiles ||
-        in->nsamples != rec->nsamples)
+    if (!em_catalog_agrees(rec, in, true))
         vb_problem(v, "block %016llx: the file is not the block the catalog "
                    "names (id %016llx, footer %08x, %llu bytes; the catalog "
                    "says footer %08x, %llu bytes)",

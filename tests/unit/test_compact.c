@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "ember.h"
+#include "engine/store.h"
 #include "tests/unit/common/testutil.h"
 
 #define CPU "process_cpu:samples:count:cpu:nanoseconds:delta"
@@ -417,6 +418,199 @@ static void test_leftovers(void **state)
     tu_rmdir(dir);
 }
 
+/* The answer to Q over [FROM, TO] as collapsed stacks, or "ERROR msg". */
+static char *answer_in(ember_db *db, const char *q, int64_t from, int64_t to)
+{
+    tu_out o;
+    ember_query_opts qo = { .sz = sizeof qo, .from_ms = from, .to_ms = to,
+                            .now_ms = to };
+    ember_result *r = NULL;
+    char *text = NULL;
+    size_t len;
+    int rc = ember_query(db, q, &qo, &r);
+
+    if (rc == EMBER_OK)
+        rc = ember_result_render(db, r, "collapsed", NULL, &text, &len);
+    tu_out_open(&o);
+    fprintf(o.f, "%s", rc == EMBER_OK ? text : "ERROR ");
+    if (rc != EMBER_OK)
+        fprintf(o.f, "%s", ember_errmsg(db));
+    tu_out_close(&o);
+    ember_free(text);
+    ember_result_free(r);
+    return o.text;
+}
+
+/* Compacts DB into blocks of 2 h that stay apart (merged per 2 h). */
+static void compact_apart(ember_db *db, int64_t now)
+{
+    ember_compact_opts o = { .sz = sizeof o, .now_ms = now, .head_ms = 0,
+                             .block_ms = 2 * HOUR_MS,
+                             .merge_ms = 2 * HOUR_MS };
+
+    if (ember_compact(db, &o, NULL) != EMBER_OK)
+        fail_msg("compact: %s", ember_errmsg(db));
+}
+
+/* The lowest block id of DIR/blocks: the first window compaction cut. */
+static uint64_t first_block(const char *dir)
+{
+    char path[512];
+    uint64_t low = UINT64_MAX;
+    DIR *d;
+    struct dirent *e;
+
+    snprintf(path, sizeof path, "%s/blocks", dir);
+    assert_non_null(d = opendir(path));
+    while ((e = readdir(d)) != NULL) {
+        char *end;
+        uint64_t id = strtoull(e->d_name, &end, 16);
+        if (end == e->d_name + 16 && strcmp(end, ".block") == 0 && id < low)
+            low = id;
+    }
+    closedir(d);
+    assert_true(low != UINT64_MAX);
+    return low;
+}
+
+/* A snapshot opens a block only when a question reads it: with the file
+** of the first window gone, a query of the last hours answers as before,
+** one that reaches the first window fails naming the block, and verify
+** reports it. */
+static void test_lazy_open(void **state)
+{
+    char *dir = tu_tmpdir("compact_lazy");
+    ember_db *db = tu_open(dir, 0);
+    const char *q = "merge(" CPU ")";
+    int64_t late = T0 + 6 * HOUR_MS, end = T0 + 8 * HOUR_MS;
+    char from[512], to[512], id[17];
+    char *before, *after, *all;
+    uint64_t problems = 0;
+
+    (void)state;
+    feed(db, 0, 8 * 60);
+    compact_apart(db, end + HOUR_MS);
+    ember_close(db);
+    db = tu_open(dir, 0);
+    before = answer_in(db, q, late, end);
+    assert_null(strstr(before, "ERROR"));
+    ember_close(db);
+    snprintf(id, sizeof id, "%016llx", (unsigned long long)first_block(dir));
+    snprintf(from, sizeof from, "%s/blocks/%s.block", dir, id);
+    snprintf(to, sizeof to, "%s/blocks/%s.moved", dir, id);
+    assert_int_equal(rename(from, to), 0);
+    db = tu_open(dir, 0);
+    after = answer_in(db, q, late, end);
+    all = answer_in(db, q, T0, end);
+    assert_string_equal(before, after);
+    assert_non_null(strstr(all, "ERROR"));
+    assert_non_null(strstr(all, id));
+    assert_int_equal(ember_verify(db, NULL, NULL, &problems),
+                     EMBER_ECORRUPT);
+    assert_true(problems >= 1);
+    free(before);
+    free(after);
+    free(all);
+    ember_close(db);
+    tu_rmdir(dir);
+}
+
+/* The catalog's records of version 1 (72 bytes, no table sizes), as
+** databases compacted before version 2 hold them. */
+static int v1_collect(void *ctx, const em_catalog_rec *rec)
+{
+    em_catalog_rec **v = ctx;
+    size_t n = 0;
+
+    while ((*v)[n].id != 0)
+        n++;
+    (*v)[n] = *rec;
+    return EMBER_OK;
+}
+
+static int v1_put(em_wtxn *w, void *ctx)
+{
+    const em_catalog_rec *v = ctx;
+    int rc = EMBER_OK;
+
+    for (size_t i = 0; v[i].id != 0 && rc == EMBER_OK; i++) {
+        uint8_t key[8], val[72] = { 1, (uint8_t)v[i].level };
+        MDB_val k = { sizeof key, key };
+        for (int b = 0; b < 8; b++)
+            key[b] = (uint8_t)(v[i].id >> (56 - 8 * b));
+        em_put_le32(val + 4, v[i].footer_crc);
+        em_put_le64(val + 8, v[i].file_size);
+        em_put_le64(val + 16, (uint64_t)v[i].min_time);
+        em_put_le64(val + 24, (uint64_t)v[i].max_time);
+        em_put_le64(val + 32, (uint64_t)v[i].resolution_ms);
+        em_put_le64(val + 40, v[i].nprofiles);
+        em_put_le64(val + 48, v[i].nsamples);
+        em_put_le32(val + 56, v[i].nseries);
+        em_put_le32(val + 60, v[i].nnodes);
+        em_put_le64(val + 64, v[i].made_from);
+        rc = em_lmdb(em_val_put(w->txn, w->db, EM_D_BLOCK, &k, val,
+                                sizeof val, 0), "v1 record");
+    }
+    return rc;
+}
+
+/* How many of DB's catalog records carry table sizes (version 2). */
+static size_t sized_records(ember_db *db, size_t *n)
+{
+    em_catalog_rec v[64] = { 0 }, *p = v;
+    size_t k = 0;
+    em_rtxn r;
+
+    assert_int_equal(em_rtxn_begin_head(db, &r), EMBER_OK);
+    assert_int_equal(em_catalog_walk(r.txn, db, v1_collect, &p), EMBER_OK);
+    em_rtxn_end(&r);
+    for (*n = 0; v[*n].id != 0; (*n)++)
+        k += v[*n].sized;
+    return k;
+}
+
+/* A database whose catalog holds version 1 records answers as before
+** (its blocks opened when a snapshot begins), and the next compaction
+** rewrites them as version 2 without changing an answer. */
+static void test_catalog_v1(void **state)
+{
+    char *dir = tu_tmpdir("compact_cat1");
+    ember_db *db = tu_open(dir, 0);
+    em_catalog_rec v[64] = { 0 }, *p = v;
+    em_rtxn r;
+    char *a, *b, *c;
+    size_t n, k;
+
+    (void)state;
+    feed(db, 0, 6 * 60);
+    compact_apart(db, T0 + 8 * HOUR_MS);
+    a = answers(db);
+    k = sized_records(db, &n);
+    assert_int_equal(k, n);
+    assert_true(n >= 2 && n < 64);
+    assert_int_equal(em_rtxn_begin_head(db, &r), EMBER_OK);
+    assert_int_equal(em_catalog_walk(r.txn, db, v1_collect, &p), EMBER_OK);
+    em_rtxn_end(&r);
+    assert_int_equal(em_write_run(db, v1_put, v), EMBER_OK);
+    ember_close(db);
+    db = tu_open(dir, 0);
+    assert_int_equal(sized_records(db, &n), 0);
+    b = answers(db);
+    assert_string_equal(a, b);
+    assert_int_equal(tu_verify(db), 0);
+    compact_apart(db, T0 + 8 * HOUR_MS);
+    k = sized_records(db, &n);
+    assert_int_equal(k, n);
+    c = answers(db);
+    assert_string_equal(a, c);
+    assert_int_equal(tu_verify(db), 0);
+    free(a);
+    free(b);
+    free(c);
+    ember_close(db);
+    tu_rmdir(dir);
+}
+
 /* Downsampled copies answer merges and stepped totals as the stored
 ** profiles do at bucket boundaries; retention drops by resolution and by
 ** rule, in whole blocks. */
@@ -712,6 +906,8 @@ int main(void)
         cmocka_unit_test(test_leftovers),
         cmocka_unit_test(test_downsample),
         cmocka_unit_test(test_zstd_level),
+        cmocka_unit_test(test_lazy_open),
+        cmocka_unit_test(test_catalog_v1),
         cmocka_unit_test(test_concurrent),
         cmocka_unit_test(test_kill),
     };
