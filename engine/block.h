@@ -71,8 +71,8 @@ void em_bbuild_free(em_bbuild *b);
 
 /* Interning: equal content gives the id it got the first time. Ids are
 ** dense from 0 in the order of first interning (strings, functions and
-** the others may be renumbered at finish; node ids never are, since
-** chunks already written name them). */
+** the others may be renumbered at finish; node ids only by
+** em_bbuild_nodes_dfs, before a chunk names them). */
 int em_bbuild_string(em_bbuild *b, const char *s, size_t len, uint32_t *id);
 int em_bbuild_mapping(em_bbuild *b, uint64_t start, uint64_t limit,
                       uint64_t offset, uint32_t file, uint32_t build_id,
@@ -93,6 +93,12 @@ int em_bbuild_node(em_bbuild *b, uint32_t parent, uint32_t loc,
 ** the node (ROOT, EM_BLOCK_NOLOC). */
 int em_bbuild_stack(em_bbuild *b, const uint32_t *locs, size_t n,
                     uint32_t *id);
+/* Renumbers the nodes in depth-first preorder (children in the order of
+** their ids), so that the stacks under any node, e.g. every stack through
+** a function's frame, are one range of ids. Only before the first chunk
+** names a node (EINVAL after). *PERM (may be NULL) gets a new array of
+** the old node count: old id -> new id (em_free it). */
+int em_bbuild_nodes_dfs(em_bbuild *b, uint32_t **perm);
 /* A series: TYPE (string id) and N (name, value) string id pairs, sorted
 ** by name, names distinct. */
 int em_bbuild_series(em_bbuild *b, uint32_t type, const uint32_t *names,

@@ -451,6 +451,88 @@ int em_bbuild_stack(em_bbuild *b, const uint32_t *locs, size_t n,
     return rc;
 }
 
+/* Node ids in depth-first preorder, children in id order: PERM[old] =
+** new. KID and SIB are scratch of n + 1 (the last slot is the root all
+** outermost nodes hang from). Iterative: a stack may be 65536 deep. */
+static void nodes_preorder(const uint32_t *parent, uint32_t n, uint32_t *kid,
+                           uint32_t *sib, uint32_t *perm)
+{
+    const uint32_t none = UINT32_MAX;
+    uint32_t next = 0, x;
+
+    for (uint32_t i = 0; i <= n; i++)
+        kid[i] = sib[i] = none;
+    for (uint32_t i = n; i-- > 0;) {       /* prepended: lists ascend */
+        uint32_t p = parent[i] == EM_BLOCK_ROOT ? n : parent[i];
+        sib[i] = kid[p];
+        kid[p] = i;
+    }
+    for (x = kid[n]; x != none;) {
+        perm[x] = next++;
+        if (kid[x] != none) {
+            x = kid[x];
+            continue;
+        }
+        while (x != none && sib[x] == none)
+            x = parent[x] == EM_BLOCK_ROOT ? none : parent[x];
+        if (x != none)
+            x = sib[x];
+    }
+}
+
+int em_bbuild_nodes_dfs(em_bbuild *b, uint32_t **perm)
+{
+    uint32_t n = b->nnode;
+    uint32_t *p = NULL, *kid = NULL, *sib = NULL, *np = NULL, *nl = NULL;
+    uint32_t *nd = NULL;
+    int rc = em_bbuild_check(b);
+
+    if (rc == EMBER_OK && b->nchunk > 0)
+        rc = em_err(EMBER_EINVAL, "block builder: nodes renumbered after "
+                    "a chunk named them");
+    if (rc == EMBER_OK &&
+        ((p = em_malloc(((size_t)n + 1) * sizeof *p)) == NULL ||
+         (kid = em_malloc(((size_t)n + 1) * sizeof *kid)) == NULL ||
+         (sib = em_malloc(((size_t)n + 1) * sizeof *sib)) == NULL ||
+         (np = em_malloc(((size_t)n + 1) * sizeof *np)) == NULL ||
+         (nl = em_malloc(((size_t)n + 1) * sizeof *nl)) == NULL ||
+         (nd = em_malloc(((size_t)n + 1) * sizeof *nd)) == NULL))
+        rc = em_err(EMBER_ENOMEM, "block builder: ordering %u nodes", n);
+    if (rc == EMBER_OK) {
+        nodes_preorder(b->parent, n, kid, sib, p);
+        for (uint32_t i = 0; i < n; i++) {
+            np[p[i]] = b->parent[i] == EM_BLOCK_ROOT ? EM_BLOCK_ROOT
+                                                     : p[b->parent[i]];
+            nl[p[i]] = b->nodeloc[i];
+            nd[p[i]] = b->depth[i];
+        }
+        memcpy(b->parent, np, (size_t)n * sizeof *np);
+        memcpy(b->nodeloc, nl, (size_t)n * sizeof *nl);
+        memcpy(b->depth, nd, (size_t)n * sizeof *nd);
+        node_ix_clear(&b->node_ix);     /* the keys hold parent ids */
+        for (uint32_t i = 0; i < n && rc == EMBER_OK; i++) {
+            node_key k = { b, b->parent[i], b->nodeloc[i] };
+            uint64_t h = em_mix64((uint64_t)k.parent << 32 | k.loc);
+            bool found;
+            bslot *e = node_ix_insert(&b->node_ix, h, &k, &found);
+            if (e == NULL)
+                rc = EMBER_ENOMEM;
+            else
+                *e = (bslot){ h, i + 1 };
+        }
+    }
+    em_free(kid);
+    em_free(sib);
+    em_free(np);
+    em_free(nl);
+    em_free(nd);
+    if (rc == EMBER_OK && perm != NULL)
+        *perm = p;
+    else
+        em_free(p);
+    return rc;
+}
+
 /* ---- series --------------------------------------------------------------- */
 
 typedef struct ser_key {

@@ -12,6 +12,9 @@
 ** The output goes series by series: a series' chunks from every input,
 ** in time order, decoded, mapped, filtered, then bucketed or not, and
 ** encoded into chunks as blocks keep them (em_bbuild_series_chunks).
+** A first pass over the same chunks maps only the nodes their kept
+** profiles name, and the output's tree is renumbered depth-first before
+** any chunk is written (nodes_first).
 ** Memory: the
 ** symbols of the inputs and output, and of the series being written, the
 ** profiles no later input chunk can reach are written out once it holds
@@ -43,6 +46,8 @@ typedef struct rw {
     const em_rewrite_opts *o;
     uint32_t *chain;                /* scratch: a node's unmapped parents */
     size_t ncap;
+    bool nodes_pass;                /* the first pass: map the nodes of the
+                                    ** kept profiles only (nodes_first) */
 } rw;
 
 static int rin_init(rin *r, em_block *b)
@@ -586,6 +591,43 @@ static int chunk_take(rw *w, const cref *c, int64_t from, pend *d)
     return rc;
 }
 
+/* Maps every node a kept profile of one input chunk names (the first
+** pass): a chunk wholly kept needs only its stack column. */
+static int chunk_nodes(rw *w, const cref *c, int64_t from)
+{
+    rin *r = &w->in[c->in];
+    bool whole = c->c->min_time >= from && c->c->max_time <= w->o->to;
+    unsigned parts = whole ? EM_PART_STACKS : EM_PART_TIMES | EM_PART_PROFILES;
+    const uint8_t *bytes;
+    em_chunk ch = { 0 };
+    void *mem = NULL;
+    size_t nb, len = (size_t)c->c->len;
+    int rc = em_block_chunk_bytes(r->b, c->c, &bytes);
+
+    if (rc == EMBER_OK)
+        rc = em_chunk_header_read(bytes, len, &ch.h);
+    if (rc == EMBER_OK)
+        rc = em_chunk_decode_parts(w->codec, bytes, len, parts, &ch, &mem,
+                                   &nb);
+    for (uint32_t i = 0; i < ch.h.nstacks && rc == EMBER_OK && mem != NULL;
+         i++) {
+        bool kept = whole;
+        uint32_t out;
+        for (uint64_t j = ch.stack_start[i];
+             !kept && j < ch.stack_start[i + 1]; j++) {
+            int64_t t = ch.time_ms[ch.sample_profile[j]];
+            kept = t >= from && t <= w->o->to;
+        }
+        if (ch.stacks[i] >= r->in->nnodes)
+            rc = EM_CORRUPT("a chunk names node %u", ch.stacks[i]);
+        else if (kept)
+            rc = map_node(w, r, ch.stacks[i], &out);
+    }
+    em_free(mem);
+    return rc == EMBER_OK ? rc : em_err_prefix(rc, "block %016llx",
+                                               (unsigned long long)r->in->id);
+}
+
 /* Writes the output series of the group G (N members with equal labels). */
 static int group_write(rw *w, const member *g, size_t n, pend *d)
 {
@@ -618,7 +660,9 @@ static int group_write(rw *w, const member *g, size_t n, pend *d)
     }
     if (rc == EMBER_OK && nc > 0)
         qsort(cs, nc, sizeof *cs, cref_cmp);
-    for (size_t i = 0; i < nc && rc == EMBER_OK; i++) {
+    for (size_t i = 0; i < nc && rc == EMBER_OK && w->nodes_pass; i++)
+        rc = chunk_nodes(w, &cs[i], from);
+    for (size_t i = 0; i < nc && rc == EMBER_OK && !w->nodes_pass; i++) {
         rc = chunk_take(w, &cs[i], from, d);
         if (rc == EMBER_OK && (i + 1 == nc || d->ns >= hold))
             rc = pend_flush(w, &o, d,
@@ -683,6 +727,31 @@ static int series_all(rw *w)
     return rc;
 }
 
+/* The first pass: every node the kept profiles name is mapped, then the
+** output's nodes are renumbered depth-first and the inputs' maps with
+** them, before any chunk is written. A block's stacks in tree order make
+** the stacks through a frame one range of ids, and the nodes of a
+** subtree neighbours in the node sections. */
+static int nodes_first(rw *w)
+{
+    uint32_t *perm = NULL;
+    int rc;
+
+    w->nodes_pass = true;
+    rc = series_all(w);
+    w->nodes_pass = false;
+    if (rc == EMBER_OK)
+        rc = em_bbuild_nodes_dfs(w->out, &perm);
+    for (size_t i = 0; i < w->nin && rc == EMBER_OK; i++) {
+        rin *r = &w->in[i];
+        for (uint32_t x = 0; x < r->in->nnodes; x++)
+            if (r->node[x] != UINT32_MAX)
+                r->node[x] = perm[r->node[x]];
+    }
+    em_free(perm);
+    return rc;
+}
+
 int em_rewrite(em_block *const *in, size_t nin, const em_rewrite_opts *o,
                em_block_info *out)
 {
@@ -701,6 +770,8 @@ int em_rewrite(em_block *const *in, size_t nin, const em_rewrite_opts *o,
         rc = em_codec_new(&w.codec);
     if (rc == EMBER_OK)
         rc = em_bbuild_new(o->dir, name, o->zstd_level, &w.out);
+    if (rc == EMBER_OK)
+        rc = nodes_first(&w);
     if (rc == EMBER_OK)
         rc = series_all(&w);
     if (rc == EMBER_OK)

@@ -1085,6 +1085,89 @@ static void test_chunk_rules(void **state)
     tb_free(&t);
 }
 
+/* Whether Y's N nodes are in depth-first preorder: each node's parent is
+** the node before it or one of that node's ancestors. */
+static bool preorder(const em_block_syms *y, uint32_t n)
+{
+    for (uint32_t i = 1; i < n; i++) {
+        uint32_t x = i - 1;
+        while (x != EM_BLOCK_ROOT && x != y->parent[i])
+            x = y->parent[x];
+        if (x != y->parent[i])
+            return false;
+    }
+    return true;
+}
+
+/* The addresses of stack NODE's frames, leaf first, as one number: each
+** address below 16 (one hex digit per frame). */
+static uint64_t frames_of(const em_block_syms *y, uint32_t node)
+{
+    uint64_t v = 0;
+
+    for (uint32_t x = node; x != EM_BLOCK_ROOT; x = y->parent[x])
+        v = v << 4 | y->locations[y->loc[x]].address;
+    return v;
+}
+
+/* Nodes renumbered depth-first before the first chunk: the stacks under
+** a node are one range of ids, interning finds the new ids, a chunk names
+** them; after a chunk, renumbering is refused. */
+static void test_nodes_dfs(void **state)
+{
+    tb t;
+    uint32_t l[6], *perm, id, ser, st[3];
+    uint32_t s1[3], s2[2], s3[2];     /* leaf first */
+    int64_t lines[1] = { 3 }, val[3] = { 1, 2, 3 };
+    em_chunk_profile p = { 100, 1, 1, st, val, 3 };
+    const em_block_syms *y;
+    em_block *b;
+    em_codec *c;
+
+    EM_UNUSED(state);
+    tb_new(&t, "block-dfs");
+    OK(em_codec_new(&c));
+    for (uint32_t k = 1; k <= 5; k++)
+        OK(em_bbuild_location(t.b, 0, k, &t.fn, lines, 1, &l[k]));
+    s1[0] = l[3], s1[1] = l[2], s1[2] = l[1];   /* 1>2>3: nodes 0, 1, 2 */
+    s2[0] = l[5], s2[1] = l[4];                 /* 4>5: nodes 3, 4 */
+    s3[0] = l[4], s3[1] = l[1];                 /* 1>4: node 5 */
+    OK(em_bbuild_stack(t.b, s1, 3, &id));
+    assert_int_equal(id, 2);
+    OK(em_bbuild_stack(t.b, s2, 2, &id));
+    assert_int_equal(id, 4);
+    OK(em_bbuild_stack(t.b, s3, 2, &id));
+    assert_int_equal(id, 5);
+    OK(em_bbuild_nodes_dfs(t.b, &perm));
+    assert_int_equal(perm[0], 0);
+    assert_int_equal(perm[1], 1);
+    assert_int_equal(perm[2], 2);
+    assert_int_equal(perm[5], 3);       /* 1>4 follows 1's other subtree */
+    assert_int_equal(perm[3], 4);
+    assert_int_equal(perm[4], 5);
+    OK(em_bbuild_stack(t.b, s3, 2, &id));
+    assert_int_equal(id, 3);
+    OK(em_bbuild_stack(t.b, s1, 3, &st[0]));
+    OK(em_bbuild_stack(t.b, s3, 2, &st[1]));
+    OK(em_bbuild_stack(t.b, s2, 2, &st[2]));
+    assert_int_equal(st[2], 5);
+    OK(em_bbuild_series(t.b, bstr(t.b, "t"), NULL, NULL, 0, &ser));
+    OK(em_bbuild_chunk(t.b, c, ser, &p, 1));
+    assert_int_equal(em_bbuild_nodes_dfs(t.b, NULL), EMBER_EINVAL);
+    OK(em_bbuild_finish(t.b, NULL, NULL));
+    OK(em_block_open(t.path, &b));
+    OK(em_block_symbols(b, &y));
+    assert_int_equal(em_block_get_info(b)->nnodes, 6);
+    assert_true(preorder(y, 6));
+    assert_int_equal(frames_of(y, st[0]), 0x321);   /* read outermost last */
+    assert_int_equal(frames_of(y, st[1]), 0x41);
+    assert_int_equal(frames_of(y, st[2]), 0x54);
+    em_block_close(b);
+    em_free(perm);
+    em_codec_free(c);
+    tb_free(&t);
+}
+
 /* Chunks copied raw from one block into another with the same nodes. */
 static void test_chunk_raw_copy(void **state)
 {
@@ -1181,9 +1264,13 @@ static char *rewrite_dump(em_block *a, const char *dir, uint64_t id,
     em_block *b;
     char path[512], *text;
 
+    const em_block_syms *y;
+
     OK(em_rewrite(&a, 1, &o, &info));
     snprintf(path, sizeof path, "%s/%016llx.block", dir, (unsigned long long)id);
     OK(em_block_open(path, &b));
+    OK(em_block_symbols(b, &y));
+    assert_true(preorder(y, info.nnodes));  /* a rewrite orders its tree */
     text = block_dump(b);
     *nchunks = (uint32_t)info.nchunks;
     em_block_close(b);
@@ -2001,6 +2088,7 @@ int main(void)
         cmocka_unit_test(test_chunk_rules),
         cmocka_unit_test(test_chunk_raw_copy),
         cmocka_unit_test(test_rewrite_hold),
+        cmocka_unit_test(test_nodes_dfs),
         cmocka_unit_test(test_open_errors),
         cmocka_unit_test(test_abandon),
         cmocka_unit_test(test_threads),
