@@ -1331,6 +1331,26 @@ static void merge_acc_free(merge_acc *m)
     mpool_give(&m->db->mpool, m);
 }
 
+/* Whether block source SRC sums in pages: with a focus or ignore, and
+** when the read selects few of its series (under 1 in SPARSE_SHARE): a
+** series of a day block names a few thousand of its 141k stacks, and
+** dense sums would zero (and fault in) 1.1 MB per block a month of
+** blocks reads. Dense sums serve reads of most series, where pages cost
+** a lookup per stack for nothing, and the sources that receive the sums
+** moved to their canonical stacks after the read (M->q NULL; a diff's
+** second merge moves most of its sums to the first one's sources). */
+#define SPARSE_SHARE 32
+static bool src_sparse(const merge_acc *m, uint32_t src)
+{
+    const roaring_bitmap_t *sel;
+
+    if (m->sparse || m->q == NULL)
+        return m->sparse;
+    sel = m->q->qs[src].series;
+    return sel != NULL && roaring_bitmap_get_cardinality(sel) * SPARSE_SHARE <
+                              m->r->src[src].n[EM_T_SERIES];
+}
+
 /* Makes source SRC's page table (its sums are made as they are used). */
 static int merge_src_pages(merge_acc *m, uint32_t src)
 {
@@ -1339,7 +1359,7 @@ static int merge_src_pages(merge_acc *m, uint32_t src)
 
     if (src == 0 || b->page != NULL || b->sum != NULL)
         return EMBER_OK;
-    if (m->sparse) {
+    if (src_sparse(m, src)) {
         b->page = em_calloc(n / 64 + 1, sizeof *b->page);
     } else {                /* calloc maps zero pages lazily */
         b->sum = em_calloc(n + 1, sizeof *b->sum);
@@ -1387,6 +1407,7 @@ static int merge_acc_run(merge_acc *m, query *q)
     m->last_series = UINT32_MAX;
     rc = scan_all(&s, q);
     em_free(s.kept);
+    m->q = NULL;                    /* the caller ends Q */
     return rc;
 }
 
