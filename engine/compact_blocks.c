@@ -263,25 +263,14 @@ static int blocks_commit(em_cjob *j, const em_block_info *add,
 
 /* ---- catalog records of version 1 ------------------------------------------------- */
 
-typedef struct upgrade_ctx {
-    em_block_info *info;
-    uint64_t *made;
-    size_t n;
-} upgrade_ctx;
-
-static int upgrade_txn(em_wtxn *w, void *ctx)
-{
-    upgrade_ctx *u = ctx;
-    int rc = EMBER_OK;
-
-    for (size_t i = 0; i < u->n && rc == EMBER_OK; i++)
-        rc = em_catalog_put(w, &u->info[i], u->made[i]);
-    return rc;
-}
-
+/* Each such record put again as version 2, all in one commit. */
 int em_blocks_upgrade(em_cjob *j)
 {
-    upgrade_ctx u = { 0 };
+    struct {
+        em_block_info *info;
+        uint64_t *made;
+        size_t n;
+    } u = { 0 };
     cat c;
     int rc = cat_read(j, &c, NULL);
 
@@ -308,8 +297,10 @@ int em_blocks_upgrade(em_cjob *j)
         if (rc != EMBER_OK)
             em_err_prefix(rc, "compact: upgrading the catalog");
     }
-    if (rc == EMBER_OK && u.n > 0)
-        rc = em_write_run(j->db, upgrade_txn, &u);
+    if (rc == EMBER_OK && u.n > 0) {
+        commit_ctx put = { u.info, u.made, NULL, u.n, 0 };
+        rc = em_write_run(j->db, commit_txn, &put);
+    }
     em_free(u.info);
     em_free(u.made);
     em_free(c.v);
