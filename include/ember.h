@@ -438,7 +438,9 @@ EMBER_API int ember_series_labels(ember_db *db, uint32_t id,
 /* ------------------------------------------------------------------------ */
 /* Snapshots: symbol lookups that see one consistent state. Every pointer a
 ** snapshot returns lives until ember_snapshot_end. Snapshots are cheap but
-** hold back space reuse in the file while open: end them promptly. */
+** hold back space reuse in the file while open: end them promptly. One
+** thread at a time may use a snapshot (it opens blocks and makes its
+** tables as questions reach them). */
 
 typedef struct ember_snapshot ember_snapshot;
 
