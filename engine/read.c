@@ -712,9 +712,10 @@ typedef struct sum_page {
 
 /* The sums of one block source: its stacks are numbered apart. */
 typedef struct macc_src {
-    int64_t *sum;                   /* [n + 1] and */
-    uint64_t *seen;                 /* [n / 64 + 1]: a merge without a
+    int64_t *sum;                   /* [cap + 1] and */
+    uint64_t *seen;                 /* [cap / 64 + 1]: a merge without a
                                     ** focus sums most stacks */
+    size_t cap;                     /* sum's ids: n, or more when pooled */
     sum_page **page;                /* else [n / 64 + 1], NULL until used */
     uint32_t *made;                 /* the pages made, by index (sorted
                                     ** before they are collected) */
@@ -1166,7 +1167,73 @@ void em_mpool_free(em_mpool *p)
 {
     for (size_t i = 0; i < p->n; i++)
         mscratch_free(&p->s[i]);
+    for (size_t i = 0; i < p->nbs; i++) {
+        em_free(p->bs[i].sum);
+        em_free(p->bs[i].seen);
+    }
+    em_free(p->bs);
     pthread_mutex_destroy(&p->mu);
+}
+
+static size_t bsums_bytes(size_t cap)
+{
+    return (cap + 1) * sizeof(int64_t) + (cap / 64 + 1) * sizeof(uint64_t);
+}
+
+/* Idle block sums of P covering at least N ids, the smallest that do, into
+** *OUT; false when there are none. */
+static bool bsums_take(em_mpool *p, size_t n, em_bsums *out)
+{
+    size_t best = SIZE_MAX;
+
+    pthread_mutex_lock(&p->mu);
+    for (size_t i = 0; i < p->nbs; i++)
+        if (p->bs[i].cap >= n &&
+            (best == SIZE_MAX || p->bs[i].cap < p->bs[best].cap))
+            best = i;
+    if (best != SIZE_MAX) {
+        *out = p->bs[best];
+        p->bs[best] = p->bs[--p->nbs];
+        p->bsbytes -= bsums_bytes(out->cap);
+    }
+    pthread_mutex_unlock(&p->mu);
+    if (best == SIZE_MAX)
+        return false;
+    em_budget_hold(out->sum, true);     /* the query's while it holds them */
+    em_budget_hold(out->seen, true);
+    return true;
+}
+
+/* Zeroes the sums S's seen bits mark and pools S in P, or frees it when
+** the pool would pass EM_BSUMS_BYTES. */
+static void bsums_give(em_mpool *p, em_bsums s)
+{
+    bool kept = false;
+
+    for (size_t w = 0; w < s.cap / 64 + 1; w++) {
+        for (uint64_t bits = s.seen[w]; bits != 0; bits &= bits - 1)
+            s.sum[w * 64 + (size_t)__builtin_ctzll(bits)] = 0;
+        s.seen[w] = 0;
+    }
+    pthread_mutex_lock(&p->mu);
+    if (p->bsbytes + bsums_bytes(s.cap) <= EM_BSUMS_BYTES) {
+        em_bsums *g = p->nbs < p->capbs ? p->bs
+                      : em_grow(p->bs, &p->capbs, p->nbs + 1, sizeof *g);
+        if (g != NULL) {
+            p->bs = g;
+            p->bs[p->nbs++] = s;
+            p->bsbytes += bsums_bytes(s.cap);
+            kept = true;
+        }
+    }
+    pthread_mutex_unlock(&p->mu);
+    if (kept) {
+        em_budget_hold(s.sum, false);   /* the pool's now */
+        em_budget_hold(s.seen, false);
+    } else {
+        em_free(s.sum);
+        em_free(s.seen);
+    }
 }
 
 /* Gives M the buffers of an idle accumulator of the pool, if any. */
@@ -1263,17 +1330,20 @@ static int merge_acc_init(merge_acc *m, em_rtxn *r)
 }
 
 /* Zeroes the sums of source SRC: the head's that its seen bits mark (its
-** buffers are pooled), a block source's by freeing them. */
+** buffers are pooled), a block source's dense sums as they go back to the
+** handle's pool (bsums_give), its pages by freeing them. */
 static void sums_clear(merge_acc *m, uint32_t src)
 {
     size_t n = sum_count(m, src);
 
     if (src > 0) {          /* made again when read again */
-        em_free(m->bs[src].page);
-        em_free(m->bs[src].made);
-        em_free(m->bs[src].sum);
-        em_free(m->bs[src].seen);
-        m->bs[src] = (macc_src){ 0 };
+        macc_src *b = &m->bs[src];
+        em_free(b->page);
+        em_free(b->made);
+        if (b->sum != NULL)
+            bsums_give(&m->db->mpool,
+                       (em_bsums){ b->sum, b->seen, b->cap });
+        *b = (macc_src){ 0 };
         return;
     }
     for (size_t w = 0; m->sum != NULL && w < (n + 63) / 64; w++) {
@@ -1361,9 +1431,17 @@ static int merge_src_pages(merge_acc *m, uint32_t src)
         return EMBER_OK;
     if (src_sparse(m, src)) {
         b->page = em_calloc(n / 64 + 1, sizeof *b->page);
-    } else {                /* calloc maps zero pages lazily */
-        b->sum = em_calloc(n + 1, sizeof *b->sum);
-        b->seen = em_calloc(n / 64 + 1, sizeof *b->seen);
+    } else {
+        em_bsums pooled;
+        if (bsums_take(&m->db->mpool, n, &pooled)) {
+            b->sum = pooled.sum;
+            b->seen = pooled.seen;
+            b->cap = pooled.cap;
+        } else {            /* calloc maps zero pages lazily */
+            b->sum = em_calloc(n + 1, sizeof *b->sum);
+            b->seen = em_calloc(n / 64 + 1, sizeof *b->seen);
+            b->cap = n;
+        }
         if (b->sum == NULL || b->seen == NULL) {
             em_free(b->sum);
             em_free(b->seen);

@@ -199,11 +199,25 @@ typedef struct em_mscratch {
     size_t cap_keys, cap_tmp;
 } em_mscratch;
 
+/* A block's dense merge sums, idle: all zero, covering CAP stack ids. */
+typedef struct em_bsums {
+    int64_t *sum;                   /* [cap + 1] */
+    uint64_t *seen;                 /* [cap / 64 + 1] */
+    size_t cap;
+} em_bsums;
+
 #define EM_MPOOL_SLOTS 4
+/* Idle block sums a handle keeps between merges, in bytes: a merge of
+** every series over a month of day blocks sums 94 blocks of 141k stacks
+** (108 MB), and allocating them anew per query faults every page in. */
+#define EM_BSUMS_BYTES (128u << 20)
 typedef struct em_mpool {
     pthread_mutex_t mu;
     em_mscratch s[EM_MPOOL_SLOTS];
     size_t n;
+    em_bsums *bs;                   /* [nbs]: idle block sums */
+    size_t nbs, capbs;
+    size_t bsbytes;                 /* theirs, at most EM_BSUMS_BYTES */
 } em_mpool;
 
 void em_mpool_init(em_mpool *p);
