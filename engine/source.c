@@ -157,7 +157,8 @@ static void src_of_rec(em_src *s, ember_db *db, const em_catalog_rec *rec)
     s->level = rec->level;
 }
 
-int em_src_block(em_src *s, em_block **out)
+/* Opens block source S: its file, checked against what the catalog said. */
+static int src_open(em_src *s)
 {
     em_catalog_rec rec = { .id = s->id, .footer_crc = s->footer_crc,
                            .file_size = s->file_size, .sized = true,
@@ -167,15 +168,19 @@ int em_src_block(em_src *s, em_block **out)
                            .nlocations = s->n[EM_T_LOCATION],
                            .nnodes = s->n[EM_T_STACK],
                            .nseries = s->n[EM_T_SERIES] };
-    int rc;
+    int rc = bhold_get(s->db, &rec, &s->hold);
 
-    if (s->blk == NULL) {
-        if ((rc = bhold_get(s->db, &rec, &s->hold)) != EMBER_OK)
-            return rc;
+    if (rc == EMBER_OK)
         s->blk = s->hold->b;
-    }
+    return rc;
+}
+
+int em_src_block(em_src *s, em_block **out)
+{
+    int rc = s->blk != NULL ? EMBER_OK : src_open(s);
+
     *out = s->blk;
-    return EMBER_OK;
+    return rc;
 }
 
 /* Lays the sources side by side: each table's bases, and the totals. */
