@@ -480,11 +480,19 @@ static void nodes_preorder(const uint32_t *parent, uint32_t n, uint32_t *kid,
     }
 }
 
+/* Moves A[i] to A[P[i]] for the N nodes, through TMP. */
+static void nodes_permute(uint32_t *a, const uint32_t *p, uint32_t n,
+                          uint32_t *tmp)
+{
+    for (uint32_t i = 0; i < n; i++)
+        tmp[p[i]] = a[i];
+    memcpy(a, tmp, (size_t)n * sizeof *a);
+}
+
 int em_bbuild_nodes_dfs(em_bbuild *b, uint32_t **perm)
 {
     uint32_t n = b->nnode;
-    uint32_t *p = NULL, *kid = NULL, *sib = NULL, *np = NULL, *nl = NULL;
-    uint32_t *nd = NULL;
+    uint32_t *p = NULL, *kid = NULL, *sib = NULL;
     int rc = em_bbuild_check(b);
 
     if (rc == EMBER_OK && b->nchunk > 0)
@@ -493,39 +501,28 @@ int em_bbuild_nodes_dfs(em_bbuild *b, uint32_t **perm)
     if (rc == EMBER_OK &&
         ((p = em_malloc(((size_t)n + 1) * sizeof *p)) == NULL ||
          (kid = em_malloc(((size_t)n + 1) * sizeof *kid)) == NULL ||
-         (sib = em_malloc(((size_t)n + 1) * sizeof *sib)) == NULL ||
-         (np = em_malloc(((size_t)n + 1) * sizeof *np)) == NULL ||
-         (nl = em_malloc(((size_t)n + 1) * sizeof *nl)) == NULL ||
-         (nd = em_malloc(((size_t)n + 1) * sizeof *nd)) == NULL))
+         (sib = em_malloc(((size_t)n + 1) * sizeof *sib)) == NULL))
         rc = em_err(EMBER_ENOMEM, "block builder: ordering %u nodes", n);
     if (rc == EMBER_OK) {
         nodes_preorder(b->parent, n, kid, sib, p);
+        for (uint32_t i = 0; i < n; i++)    /* parents by their new ids */
+            if (b->parent[i] != EM_BLOCK_ROOT)
+                b->parent[i] = p[b->parent[i]];
+        nodes_permute(b->parent, p, n, kid);
+        nodes_permute(b->nodeloc, p, n, kid);
+        nodes_permute(b->depth, p, n, kid);
+        /* the keys hold parent ids: index anew, in the slots it had, so
+        ** that no insert allocates */
+        node_ix_clear(&b->node_ix);
         for (uint32_t i = 0; i < n; i++) {
-            np[p[i]] = b->parent[i] == EM_BLOCK_ROOT ? EM_BLOCK_ROOT
-                                                     : p[b->parent[i]];
-            nl[p[i]] = b->nodeloc[i];
-            nd[p[i]] = b->depth[i];
-        }
-        memcpy(b->parent, np, (size_t)n * sizeof *np);
-        memcpy(b->nodeloc, nl, (size_t)n * sizeof *nl);
-        memcpy(b->depth, nd, (size_t)n * sizeof *nd);
-        node_ix_clear(&b->node_ix);     /* the keys hold parent ids */
-        for (uint32_t i = 0; i < n && rc == EMBER_OK; i++) {
             node_key k = { b, b->parent[i], b->nodeloc[i] };
             uint64_t h = em_mix64((uint64_t)k.parent << 32 | k.loc);
             bool found;
-            bslot *e = node_ix_insert(&b->node_ix, h, &k, &found);
-            if (e == NULL)
-                rc = EMBER_ENOMEM;
-            else
-                *e = (bslot){ h, i + 1 };
+            *node_ix_insert(&b->node_ix, h, &k, &found) = (bslot){ h, i + 1 };
         }
     }
     em_free(kid);
     em_free(sib);
-    em_free(np);
-    em_free(nl);
-    em_free(nd);
     if (rc == EMBER_OK && perm != NULL)
         *perm = p;
     else

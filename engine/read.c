@@ -1414,8 +1414,10 @@ static bool src_sparse(const merge_acc *m, uint32_t src)
 {
     const roaring_bitmap_t *sel;
 
-    if (m->sparse || m->q == NULL)
-        return m->sparse;
+    if (m->sparse)
+        return true;
+    if (m->q == NULL)
+        return false;
     sel = m->q->qs[src].series;
     return sel != NULL && roaring_bitmap_get_cardinality(sel) * SPARSE_SHARE <
                               m->r->src[src].n[EM_T_SERIES];
