@@ -173,9 +173,13 @@ static size_t set_find(const em_series_set *set, uint32_t id)
 
 /* Series I of totals T as a new series of OUT (INFO: its labels); AT
 ** (`@ T`: its source's instant, else NULL) keeps the points at that time. */
+/* Series I of T as a point set in OUT: its points at *AT (when AT is
+** given), else all of them, summed per bucket of STEP ms from FROM when
+** STEP > 0. Summed while copied, as bucket_sum would after: of the points
+** array only the buckets' pages are written, and so faulted in. */
 static int total_series(ectx *e, const ember_totals *t, size_t i,
                         const em_series_info *info, const int64_t *at,
-                        sset *out)
+                        int64_t step, int64_t from, sset *out)
 {
     const int64_t *ts, *vs, *ds = em_totals_durations(t, i);
     size_t n, first = 0;
@@ -194,12 +198,17 @@ static int total_series(ectx *e, const ember_totals *t, size_t i,
         return rc;
     w->type = info->type;
     unit_note(e, info->type);
-    for (size_t j = 0; j < n; j++) {
-        w->times[j] = ts[first + j];
-        w->values[j] = (double)vs[first + j];
-        w->durs[j] = ds[first + j];
+    for (size_t j = first; j < first + n; j++) {
+        int64_t b = step > 0 ? bucket_of(ts[j], from, step) : ts[j];
+        if (step > 0 && w->n > 0 && w->times[w->n - 1] == b) {
+            w->values[w->n - 1] += (double)vs[j];
+            w->durs[w->n - 1] = em_add_wrap(w->durs[w->n - 1], ds[j]);
+            continue;
+        }
+        w->times[w->n] = b;
+        w->values[w->n] = (double)vs[j];
+        w->durs[w->n++] = ds[j];
     }
-    w->n = n;
     if ((rc = em_labels_dup(info->labels, info->nlabels, &w->labels)) ==
         EMBER_OK)
         w->nlabels = info->nlabels;
@@ -268,9 +277,8 @@ static int exec_total(ectx *e, const em_plan *p, int64_t step, sset *out)
         if ((rc = em_budget_step(EM_STEP_SERIES, 1)) != EMBER_OK)
             break;
         rc = total_series(e, t, i, &set.v[k],
-                          ch->sel.nearest ? &ntimes[j] : NULL, out);
-        if (rc == EMBER_OK && step > 0)
-            bucket_sum(&out->v[out->n - 1], ch->sel.bucket_from, step);
+                          ch->sel.nearest ? &ntimes[j] : NULL, step,
+                          ch->sel.bucket_from, out);
     }
     if (rc == EMBER_OK)
         em_sort(out->v, out->n, sizeof *out->v, wser_cmp);
