@@ -20,11 +20,6 @@
 ** The first eight entries are the v1 columns, ids 0 to 7 in order; later
 ** entries (ascending ids >= 8) belong to newer writers and are skipped.
 **
-** Version 2 (em_chunk_encode_paged) cuts the profiles and values columns
-** into pages of whole stacks after the other columns, described by a raw
-** page table in column 6; the header's checksum covers all but the pages,
-** each of which the table gives its own, checked before it is decoded.
-**
 ** Invariants the decoder proves before handing out a chunk: the checksum
 ** holds; each count is within EM_CHUNK_MAX_* and no larger than its column's
 ** bytes allow (one byte per varint at least, and zstd expands at most 32768
@@ -50,7 +45,6 @@
 #define CHUNK_HDR 44
 #define CHUNK_DIRENT 10
 #define CHUNK_NCOLS 8               /* the columns version 1 defines */
-#define CHUNK_NCOLS_V2 7            /* version 2: 0-5, then the page table */
 #define CHUNK_MAX_COLS 64           /* room for newer writers' columns */
 #define CHUNK_RAW_BELOW 64          /* shorter columns are not worth zstd */
 #define CODEC_KEEP (64u << 20)      /* larger scratch is freed after use */
@@ -61,7 +55,6 @@
 enum { COL_TIMES, COL_DURATIONS, COL_PERIODS, COL_TOTALS,
        COL_STACKS, COL_COUNTS, COL_PROFILES, COL_VALUES };
 enum { ENC_RAW = 0, ENC_ZSTD = 1 };
-enum { COL_PAGES = 6 };             /* version 2's column 6: the page table */
 
 static const char *const col_name[CHUNK_NCOLS] = {
     "times", "durations", "periods", "totals",
@@ -70,13 +63,6 @@ static const char *const col_name[CHUNK_NCOLS] = {
 
 /* Largest varint each column's encoder can write: sizes its reservations. */
 static const uint8_t col_maxvar[CHUNK_NCOLS] = { 10, 10, 10, 10, 5, 3, 3, 10 };
-
-/* Where the encoder cuts the stack-major columns into pages: after stack
-** NS of the page, at these ends of the raw profiles and values columns. */
-typedef struct enc_cut {
-    uint32_t ns;
-    size_t pend, vend;
-} enc_cut;
 
 /* One sample on its way from profile-major to stack-major order. */
 typedef struct enc_sample {
@@ -97,10 +83,6 @@ struct em_codec {
     em_buf samples;             /* encode: two enc_sample arrays, totals */
     em_buf order;               /* encode: enc_order per profile */
     em_buf scratch;             /* decode: one column's decompressed bytes */
-    em_buf cuts;                /* encode: enc_cut per page */
-    em_buf ptab;                /* encode: the raw page table */
-    em_buf pages;               /* encode: the pages' stored bytes */
-    em_buf pref;                /* decode: page_ref per page */
 };
 
 /* A column as the directory places it. */
@@ -115,13 +97,6 @@ typedef struct col_rd {
     const uint8_t *p, *end;
     const char *name;
 } col_rd;
-
-/* A version 2 page as its table entry places it. */
-typedef struct page_ref {
-    uint32_t s0, ns;            /* its stacks: [s0, s0 + ns) */
-    uint32_t crc;               /* of its stored bytes, both parts */
-    col_ref prof, val;          /* its parts of columns 6 and 7 */
-} page_ref;
 
 /* ---- codec -------------------------------------------------------------- */
 
@@ -159,10 +134,6 @@ void em_codec_free(em_codec *c)
     em_buf_free(&c->samples);
     em_buf_free(&c->order);
     em_buf_free(&c->scratch);
-    em_buf_free(&c->cuts);
-    em_buf_free(&c->ptab);
-    em_buf_free(&c->pages);
-    em_buf_free(&c->pref);
     em_free(c);
 }
 
@@ -179,8 +150,6 @@ static void codec_trim(em_codec *c)
         em_buf_free(&c->order);
     if (c->scratch.cap > CODEC_KEEP)
         em_buf_free(&c->scratch);
-    if (c->pages.cap > CODEC_KEEP)
-        em_buf_free(&c->pages);
 }
 
 /* Translates a zstd failure; only running out of memory is not our data's
@@ -285,9 +254,6 @@ static int enc_reserve(em_codec *c, size_t np, uint64_t ns)
         if (rc != EMBER_OK)
             return em_err_prefix(rc, "chunk encode: %s column", col_name[k]);
     }
-    if (scratch_reserve(&c->cuts, ((size_t)ns / EM_CHUNK_PAGE_SAMPLES + 2) *
-                        sizeof(enc_cut)) != EMBER_OK)
-        return em_err(EMBER_ENOMEM, "chunk encode: page cuts");
     return EMBER_OK;
 }
 
@@ -379,24 +345,13 @@ static enc_sample *sort_by_stack(enc_sample *a, enc_sample *b, size_t n)
     return a;
 }
 
-/* Ends a page after its NS stacks where the raw columns end now. */
-static void enc_cut_page(em_codec *c, uint32_t ns)
-{
-    enc_cut *cut = (enc_cut *)(void *)(c->cuts.p + c->cuts.len);
-
-    *cut = (enc_cut){ ns, c->col[COL_PROFILES].len, c->col[COL_VALUES].len };
-    c->cuts.len += sizeof *cut;
-}
-
 /* Writes the stack-major columns from samples sorted by stack, then by
-** profile; *NSTACKS gets the number of distinct stacks. Notes in c->cuts
-** where a version 2 chunk's pages end: after the stack that brings a
-** page to EM_CHUNK_PAGE_SAMPLES samples, and after the last. */
+** profile; *NSTACKS gets the number of distinct stacks. */
 static int enc_sample_cols(em_codec *c, const enc_sample *s, size_t ns,
                            uint32_t *nstacks)
 {
-    uint64_t nst = 0, psamples = 0;
-    uint32_t prev = 0, pstacks = 0;
+    uint64_t nst = 0;
+    uint32_t prev = 0;
 
     for (size_t i = 0, j; i < ns; i = j) {
         put_var(&c->col[COL_STACKS], s[i].stack - prev);
@@ -410,16 +365,7 @@ static int enc_sample_cols(em_codec *c, const enc_sample *s, size_t ns,
         put_var(&c->col[COL_COUNTS], j - i);
         prev = s[i].stack;
         nst++;
-        pstacks++;
-        psamples += j - i;
-        if (psamples >= EM_CHUNK_PAGE_SAMPLES) {
-            enc_cut_page(c, pstacks);
-            pstacks = 0;
-            psamples = 0;
-        }
     }
-    if (pstacks > 0)
-        enc_cut_page(c, pstacks);
     if (nst > EM_CHUNK_MAX_STACKS)
         return em_err(EMBER_ELIMIT, "chunk encode: %" PRIu64 " stacks, "
                       "limit %u", nst, EM_CHUNK_MAX_STACKS);
@@ -464,63 +410,37 @@ static int enc_columns(em_codec *c, const em_chunk_profile *ps, size_t np,
     return enc_sample_cols(c, sorted, ns, nstacks);
 }
 
-/* Appends the N raw bytes RAW of column NAME to OUT, compressed when that
-** is shorter; *ENC and *STORED say how they were stored. */
-static int enc_part(em_codec *c, const uint8_t *raw, size_t n, int level,
-                    const char *name, em_buf *out, uint8_t *enc,
-                    size_t *stored)
+/* Appends column K to OUT, compressed when that is shorter, and fills its
+** directory entry at DIRENT (an offset into OUT: OUT may move). */
+static int enc_store(em_codec *c, size_t k, int level, em_buf *out,
+                     size_t dirent)
 {
-    size_t bound = ZSTD_compressBound(n);
+    const em_buf *raw = &c->col[k];
+    size_t stored = raw->len, bound = ZSTD_compressBound(raw->len);
+    uint8_t enc = ENC_RAW;
     int rc;
 
-    *enc = ENC_RAW;
-    *stored = n;
-    if (n > UINT32_MAX)
+    if (raw->len > UINT32_MAX)
         return em_err(EMBER_ELIMIT, "chunk encode: %s column: %zu bytes",
-                      name, n);
-    rc = em_buf_reserve(out, bound > n ? bound : n);
-    if (rc == EMBER_OK && n >= CHUNK_RAW_BELOW && c->cctx == NULL &&
+                      col_name[k], raw->len);
+    rc = em_buf_reserve(out, bound > raw->len ? bound : raw->len);
+    if (rc == EMBER_OK && raw->len >= CHUNK_RAW_BELOW && c->cctx == NULL &&
         (c->cctx = ZSTD_createCCtx_advanced(zstd_mem)) == NULL)
         rc = em_err(EMBER_ENOMEM, "chunk encode: zstd context");
     if (rc != EMBER_OK)
         return rc;
-    if (n >= CHUNK_RAW_BELOW) {
+    if (raw->len >= CHUNK_RAW_BELOW) {
         size_t r = ZSTD_compressCCtx(c->cctx, out->p + out->len, bound,
-                                     raw, n, level);
+                                     raw->p, raw->len, level);
         if (ZSTD_isError(r))
-            return zstd_fail(r, EMBER_EIO, name, "compress");
-        if (r < n)
-            *stored = r, *enc = ENC_ZSTD;
+            return zstd_fail(r, EMBER_EIO, col_name[k], "compress");
+        if (r < raw->len)
+            stored = r, enc = ENC_ZSTD;
     }
-    if (*enc == ENC_RAW && n > 0)
-        memcpy(out->p + out->len, raw, n);
-    out->len += *stored;
-    return EMBER_OK;
-}
-
-/* Appends the raw bytes RAW as column ID to OUT, compressed when that is
-** shorter (never when RAW_ONLY), and fills its directory entry at DIRENT
-** (an offset into OUT: OUT may move). */
-static int enc_store(em_codec *c, const em_buf *raw, uint8_t id,
-                     const char *name, int level, bool raw_only, em_buf *out,
-                     size_t dirent)
-{
-    uint8_t enc = ENC_RAW;
-    size_t stored = raw->len;
-    int rc = EMBER_OK;
-
-    if (raw_only) {
-        rc = em_buf_reserve(out, raw->len);
-        if (rc == EMBER_OK && raw->len > 0)
-            memcpy(out->p + out->len, raw->p, raw->len);
-        if (rc == EMBER_OK)
-            out->len += raw->len;
-    } else {
-        rc = enc_part(c, raw->p, raw->len, level, name, out, &enc, &stored);
-    }
-    if (rc != EMBER_OK)
-        return rc;
-    out->p[dirent] = id;
+    if (enc == ENC_RAW && raw->len > 0)
+        memcpy(out->p + out->len, raw->p, raw->len);
+    out->len += stored;
+    out->p[dirent] = (uint8_t)k;
     out->p[dirent + 1] = enc;
     em_put_le32(out->p + dirent + 2, (uint32_t)raw->len);
     em_put_le32(out->p + dirent + 6, (uint32_t)stored);
@@ -532,7 +452,7 @@ static void hdr_write(uint8_t *p, const em_chunk_header *h)
     em_put_le32(p, CHUNK_MAGIC);
     p[4] = h->version;
     p[5] = h->flags;
-    p[6] = h->version == 1 ? CHUNK_NCOLS : CHUNK_NCOLS_V2;
+    p[6] = CHUNK_NCOLS;
     p[7] = 0;
     em_put_le32(p + 12, h->nprofiles);
     em_put_le32(p + 16, h->nstacks);
@@ -552,8 +472,7 @@ static int enc_write(em_codec *c, const em_chunk_header *h, int level,
         return em_err_prefix(rc, "chunk encode: header");
     out->len += dir;
     for (size_t k = 0; k < CHUNK_NCOLS && rc == EMBER_OK; k++)
-        rc = enc_store(c, &c->col[k], (uint8_t)k, col_name[k], level, false,
-                       out, at + CHUNK_HDR + k * CHUNK_DIRENT);
+        rc = enc_store(c, k, level, out, at + CHUNK_HDR + k * CHUNK_DIRENT);
     if (rc != EMBER_OK)
         return rc;
     hdr_write(out->p + at, h);
@@ -562,73 +481,10 @@ static int enc_write(em_codec *c, const em_chunk_header *h, int level,
     return EMBER_OK;
 }
 
-/* Stores each page's parts of columns 6 and 7 in c->pages, back to back,
-** and its table entry in c->ptab: stacks, then per part encoding, raw and
-** stored length, then the CRC-32 of its stored bytes. */
-static int enc_pages(em_codec *c, int level)
-{
-    const enc_cut *cut = (const enc_cut *)(const void *)c->cuts.p;
-    size_t ncut = c->cuts.len / sizeof *cut, pfrom = 0, vfrom = 0;
-    int rc = scratch_reserve(&c->ptab, ncut * 8 * EM_VARINT_MAX);
-
-    c->pages.len = 0;
-    for (size_t i = 0; i < ncut && rc == EMBER_OK; i++) {
-        size_t start = c->pages.len, ps, vs;
-        uint8_t pe, ve;
-        rc = enc_part(c, c->col[COL_PROFILES].p + pfrom, cut[i].pend - pfrom,
-                      level, col_name[COL_PROFILES], &c->pages, &pe, &ps);
-        if (rc == EMBER_OK)
-            rc = enc_part(c, c->col[COL_VALUES].p + vfrom, cut[i].vend - vfrom,
-                          level, col_name[COL_VALUES], &c->pages, &ve, &vs);
-        if (rc != EMBER_OK)
-            break;
-        put_var(&c->ptab, cut[i].ns);
-        put_var(&c->ptab, pe);
-        put_var(&c->ptab, cut[i].pend - pfrom);
-        put_var(&c->ptab, ps);
-        put_var(&c->ptab, ve);
-        put_var(&c->ptab, cut[i].vend - vfrom);
-        put_var(&c->ptab, vs);
-        put_var(&c->ptab, crc32_z(0, c->pages.p + start, c->pages.len - start));
-        pfrom = cut[i].pend;
-        vfrom = cut[i].vend;
-    }
-    return rc;
-}
-
-/* Version 2: header, directory, columns 0 to 5 and the page table, the
-** checksum over them, then the pages. */
-static int enc_write_paged(em_codec *c, const em_chunk_header *h, int level,
-                           em_buf *out)
-{
-    size_t at = out->len, dir = CHUNK_HDR + CHUNK_NCOLS_V2 * CHUNK_DIRENT;
-    int rc = enc_pages(c, level);
-
-    if (rc == EMBER_OK && (rc = em_buf_reserve(out, dir)) != EMBER_OK)
-        rc = em_err_prefix(rc, "chunk encode: header");
-    if (rc != EMBER_OK)
-        return rc;
-    out->len += dir;
-    for (size_t k = 0; k < COL_PROFILES && rc == EMBER_OK; k++)
-        rc = enc_store(c, &c->col[k], (uint8_t)k, col_name[k], level, false,
-                       out, at + CHUNK_HDR + k * CHUNK_DIRENT);
-    if (rc == EMBER_OK)
-        rc = enc_store(c, &c->ptab, COL_PAGES, "pages", level, true, out,
-                       at + CHUNK_HDR + COL_PAGES * CHUNK_DIRENT);
-    if (rc == EMBER_OK)
-        rc = em_buf_put(out, c->pages.p, c->pages.len);
-    if (rc != EMBER_OK)
-        return rc;
-    hdr_write(out->p + at, h);
-    em_put_le32(out->p + at + CHUNK_CRC_OFF,
-                chunk_crc(out->p + at, out->len - at - c->pages.len));
-    return EMBER_OK;
-}
-
 static int chunk_encode(em_codec *c, const em_chunk_profile *ps, size_t np,
-                        unsigned flags, int level, int version, em_buf *out)
+                        unsigned flags, int level, em_buf *out)
 {
-    em_chunk_header h = { .version = (uint8_t)version,
+    em_chunk_header h = { .version = EM_CHUNK_VERSION,
                           .flags = (uint8_t)flags,
                           .nprofiles = (uint32_t)np };
     const enc_order *o;
@@ -647,12 +503,11 @@ static int chunk_encode(em_codec *c, const em_chunk_profile *ps, size_t np,
         h.min_time = o[0].t;
         h.max_time = o[np - 1].t;
     }
-    return version == 1 ? enc_write(c, &h, level, out)
-                        : enc_write_paged(c, &h, level, out);
+    return enc_write(c, &h, level, out);
 }
 
-static int encode_as(em_codec *c, const em_chunk_profile *ps, size_t np,
-                     unsigned flags, int level, int version, em_buf *out)
+int em_chunk_encode(em_codec *c, const em_chunk_profile *ps, size_t np,
+                    unsigned flags, int level, em_buf *out)
 {
     em_codec *tmp = NULL;
     size_t start = out->len;
@@ -661,7 +516,7 @@ static int encode_as(em_codec *c, const em_chunk_profile *ps, size_t np,
     if (c == NULL)
         rc = em_codec_new(&tmp), c = tmp;
     if (rc == EMBER_OK)
-        rc = chunk_encode(c, ps, np, flags, level, version, out);
+        rc = chunk_encode(c, ps, np, flags, level, out);
     if (rc != EMBER_OK)
         out->len = start;   /* a failed encode appends nothing */
     if (c != NULL)
@@ -670,31 +525,7 @@ static int encode_as(em_codec *c, const em_chunk_profile *ps, size_t np,
     return rc;
 }
 
-int em_chunk_encode(em_codec *c, const em_chunk_profile *ps, size_t np,
-                    unsigned flags, int level, em_buf *out)
-{
-    return encode_as(c, ps, np, flags, level, 1, out);
-}
-
-int em_chunk_encode_paged(em_codec *c, const em_chunk_profile *ps, size_t np,
-                          unsigned flags, int level, em_buf *out)
-{
-    return encode_as(c, ps, np, flags, level, 2, out);
-}
-
 /* ---- header and directory ----------------------------------------------- */
-
-/* em_varint_get with the one-byte case inlined: most gaps and deltas are
-** small and this runs once per sample. */
-static inline bool vget(const uint8_t **p, const uint8_t *end, uint64_t *v)
-{
-    if (*p < end && **p < 0x80) {
-        *v = *(*p)++;
-        return true;
-    }
-    return em_varint_get(p, end, v) == 0;
-}
-
 
 /* Checks the counts against the limits and against each other. */
 static int hdr_check_counts(const em_chunk_header *h)
@@ -717,68 +548,25 @@ static int hdr_check_counts(const em_chunk_header *h)
     return EMBER_OK;
 }
 
-/* The bytes the header's checksum covers, *SPAN: the whole chunk in
-** version 1; in version 2 all but the pages, which follow the columns.
-** Read from bytes not yet proven, so every length is bounded by LEN. */
-static int crc_span(const uint8_t *buf, size_t len, size_t *span)
-{
-    size_t ncols, off;
-
-    *span = len;
-    if (len < CHUNK_HDR)
-        return EM_CORRUPT("chunk: %zu bytes, shorter than a header", len);
-    if (buf[4] != 2)
-        return EMBER_OK;
-    ncols = buf[6];
-    off = CHUNK_HDR + ncols * CHUNK_DIRENT;
-    if (ncols < CHUNK_NCOLS_V2 || off > len)
-        return EM_CORRUPT("chunk: %zu columns in %zu bytes", ncols, len);
-    for (size_t k = 0; k < ncols; k++) {
-        uint32_t stored = em_get_le32(buf + CHUNK_HDR + k * CHUNK_DIRENT + 6);
-        if (stored > len - off)
-            return EM_CORRUPT("chunk: column %zu: %" PRIu32 " bytes stored, "
-                              "%zu left", k, stored, len - off);
-        off += stored;
-    }
-    *span = off;
-    return EMBER_OK;
-}
-
-/* Checks the header's checksum: of the whole chunk in version 1, of all
-** but the pages in version 2 (each page has its own, in the page table). */
-static int crc_head(const uint8_t *buf, size_t len)
-{
-    size_t span;
-    int rc = crc_span(buf, len, &span);
-
-    if (rc == EMBER_OK &&
-        chunk_crc(buf, span) != em_get_le32(buf + CHUNK_CRC_OFF))
-        rc = EM_CORRUPT("chunk: checksum mismatch");
-    return rc;
-}
-
 /* The header of the LEN bytes at BUF, whose checksum CHECK_CRC says
 ** whether to verify (a caller that read the header just before did). */
 static int header_parse(const uint8_t *buf, size_t len, bool check_crc,
                         em_chunk_header *h)
 {
-    int rc;
-
     memset(h, 0, sizeof *h);
     if (len < CHUNK_HDR)
         return EM_CORRUPT("chunk: %zu bytes, shorter than a header", len);
-    if (check_crc && (rc = crc_head(buf, len)) != EMBER_OK)
-        return rc;
+    if (check_crc && chunk_crc(buf, len) != em_get_le32(buf + CHUNK_CRC_OFF))
+        return EM_CORRUPT("chunk: checksum mismatch");
     if (em_get_le32(buf) != CHUNK_MAGIC)
         return EM_CORRUPT("chunk: bad magic %08" PRIx32, em_get_le32(buf));
     /* Past the checksum, odd values were written on purpose: by a newer
     ** writer this build does not understand. */
-    if ((buf[4] != 1 && buf[4] != 2) || (buf[5] & ~EM_CHUNK_HEAD) || buf[7])
+    if (buf[4] != EM_CHUNK_VERSION || (buf[5] & ~EM_CHUNK_HEAD) || buf[7])
         return em_err(EMBER_EFORMAT, "chunk: version %u, flags %#x, "
-                      "reserved %u: this build reads versions 1 and 2",
-                      buf[4], buf[5], buf[7]);
-    if (buf[6] < (buf[4] == 1 ? CHUNK_NCOLS : CHUNK_NCOLS_V2) ||
-        buf[6] > CHUNK_MAX_COLS)
+                      "reserved %u: this build reads version %d",
+                      buf[4], buf[5], buf[7], EM_CHUNK_VERSION);
+    if (buf[6] < CHUNK_NCOLS || buf[6] > CHUNK_MAX_COLS)
         return EM_CORRUPT("chunk: %u columns", buf[6]);
     if (len < CHUNK_HDR + (size_t)buf[6] * CHUNK_DIRENT)
         return EM_CORRUPT("chunk: %zu bytes, shorter than its directory",
@@ -807,125 +595,15 @@ int em_chunk_header_peek(const uint8_t *buf, size_t len, em_chunk_header *h,
     return rc;
 }
 
-static int dir_read(const uint8_t *buf, size_t len, const em_chunk_header *h,
-                    col_ref d[CHUNK_NCOLS]);
-
-/* Walks a version 2 chunk's page table (D[COL_PAGES]) over its page area
-** (D[7]: what follows the columns), proving as it goes that the pages'
-** stacks add up to the header's and their bytes tile the area. */
-typedef struct ptab_it {
-    const uint8_t *p, *end;     /* the table's varints left */
-    const uint8_t *at, *stop;   /* the page area left */
-    uint32_t s0, nstacks;       /* the next page's first stack; all */
-    size_t k;                   /* the next page's index */
-} ptab_it;
-
-static void ptab_begin(ptab_it *it, const col_ref *d, uint32_t nstacks)
-{
-    it->p = d[COL_PAGES].p;
-    it->end = d[COL_PAGES].p + d[COL_PAGES].raw;
-    it->at = d[7].p;
-    it->stop = d[7].p + d[7].stored;
-    it->s0 = 0;
-    it->nstacks = nstacks;
-    it->k = 0;
-}
-
-/* One part (profiles or values) of a page: encoding, raw and stored. */
-static int ptab_part(ptab_it *it, const char *name, col_ref *r)
-{
-    uint64_t e, raw, stored;
-
-    if (!vget(&it->p, it->end, &e) || !vget(&it->p, it->end, &raw) ||
-        !vget(&it->p, it->end, &stored))
-        return EM_CORRUPT("chunk: page table: page %zu: bad varint", it->k);
-    if (e != ENC_RAW && e != ENC_ZSTD)
-        return em_err(EMBER_EFORMAT, "chunk: page %zu: %s encoding %" PRIu64
-                      ": this build reads version 2", it->k, name, e);
-    if (stored > (uint64_t)(it->stop - it->at) || raw > UINT32_MAX ||
-        (e == ENC_RAW && raw != stored) ||
-        (e == ENC_ZSTD && raw > stored * CHUNK_ZSTD_RATIO))
-        return EM_CORRUPT("chunk: page %zu: %s: %" PRIu64 " bytes (%" PRIu64
-                          " stored, %td left)", it->k, name, raw, stored,
-                          it->stop - it->at);
-    *r = (col_ref){ it->at, (uint32_t)raw, (uint32_t)stored, (uint8_t)e };
-    it->at += stored;
-    return EMBER_OK;
-}
-
-/* The next page into *PG; *MORE false (and PG untouched) past the last. */
-static int ptab_next(ptab_it *it, page_ref *pg, bool *more)
-{
-    uint64_t ns, crc;
-    int rc;
-
-    *more = it->s0 < it->nstacks;
-    if (!*more) {
-        if (it->p != it->end || it->at != it->stop)
-            return EM_CORRUPT("chunk: page table: %td bytes and %td page "
-                              "bytes past the last page", it->end - it->p,
-                              it->stop - it->at);
-        return EMBER_OK;
-    }
-    if (!vget(&it->p, it->end, &ns))
-        return EM_CORRUPT("chunk: page table: page %zu: bad varint", it->k);
-    if (ns == 0 || ns > it->nstacks - it->s0)
-        return EM_CORRUPT("chunk: page %zu: %" PRIu64 " stacks, %" PRIu32
-                          " left", it->k, ns, it->nstacks - it->s0);
-    pg->s0 = it->s0;
-    pg->ns = (uint32_t)ns;
-    rc = ptab_part(it, col_name[COL_PROFILES], &pg->prof);
-    if (rc == EMBER_OK)
-        rc = ptab_part(it, col_name[COL_VALUES], &pg->val);
-    if (rc != EMBER_OK)
-        return rc;
-    if (!vget(&it->p, it->end, &crc) || crc > UINT32_MAX)
-        return EM_CORRUPT("chunk: page table: page %zu: bad checksum",
-                          it->k);
-    pg->crc = (uint32_t)crc;
-    it->s0 += pg->ns;
-    it->k++;
-    return EMBER_OK;
-}
-
-/* Checks the CRC of page PG's stored bytes (its two parts, back to back). */
-static int page_crc_check(const page_ref *pg, size_t k)
-{
-    size_t n = (size_t)pg->prof.stored + pg->val.stored;
-
-    if (crc32_z(0, pg->prof.p, n) != pg->crc)
-        return EM_CORRUPT("chunk: page %zu (stacks %" PRIu32 " to %" PRIu32
-                          "): checksum mismatch", k, pg->s0,
-                          pg->s0 + pg->ns - 1);
-    return EMBER_OK;
-}
-
-/* Version 2: the header's checksum, then every page's. */
-static int crc_check_paged(const uint8_t *buf, size_t len)
-{
-    em_chunk_header h;
-    col_ref d[CHUNK_NCOLS];
-    ptab_it it;
-    page_ref pg;
-    bool more = true;
-    int rc = header_parse(buf, len, true, &h);
-
-    if (rc == EMBER_OK)
-        rc = dir_read(buf, len, &h, d);
-    if (rc == EMBER_OK)
-        ptab_begin(&it, d, h.nstacks);
-    while (rc == EMBER_OK && more &&
-           (rc = ptab_next(&it, &pg, &more)) == EMBER_OK && more)
-        rc = page_crc_check(&pg, it.k - 1);
-    return rc;
-}
-
 int em_chunk_crc_check(const uint8_t *buf, size_t len)
 {
     if (len < CHUNK_HDR)
         return EM_CORRUPT("chunk: %zu bytes, shorter than a header", len);
-    return buf[4] == 2 ? crc_check_paged(buf, len) : crc_head(buf, len);
+    if (chunk_crc(buf, len) != em_get_le32(buf + CHUNK_CRC_OFF))
+        return EM_CORRUPT("chunk: checksum mismatch");
+    return EMBER_OK;
 }
+
 /* Checks a v1 column's entry against the count of varints it must hold:
 ** each takes 1 to 10 bytes, and zstd cannot expand past CHUNK_ZSTD_RATIO. */
 static int dir_check(size_t k, const col_ref *d, uint64_t count)
@@ -956,9 +634,7 @@ static int dir_read(const uint8_t *buf, size_t len, const em_chunk_header *h,
     const uint64_t count[CHUNK_NCOLS] = {
         h->nprofiles, h->nprofiles, h->nprofiles, h->nprofiles,
         h->nstacks, h->nstacks, h->nsamples, h->nsamples };
-    bool v2 = h->version == 2;
     size_t ncols = buf[6], off = CHUNK_HDR + ncols * CHUNK_DIRENT;
-    size_t known = v2 ? CHUNK_NCOLS_V2 : CHUNK_NCOLS;
     int rc = EMBER_OK;
 
     for (size_t k = 0; k < ncols && rc == EMBER_OK; k++) {
@@ -966,35 +642,34 @@ static int dir_read(const uint8_t *buf, size_t len, const em_chunk_header *h,
         col_ref r = { buf + off, em_get_le32(e + 2), em_get_le32(e + 6),
                       e[1] };
 
-        if (k < known ? e[0] != k : e[0] <= e[-CHUNK_DIRENT])
+        if (k < CHUNK_NCOLS ? e[0] != k : e[0] <= e[-CHUNK_DIRENT])
             return EM_CORRUPT("chunk: directory entry %zu has column id %u",
                               k, e[0]);
         if (r.stored > len - off)
             return EM_CORRUPT("chunk: column %u: %" PRIu32 " bytes stored, "
                               "%zu left", e[0], r.stored, len - off);
-        if (v2 && k == COL_PAGES && (r.enc != ENC_RAW || r.raw != r.stored ||
-                                     r.raw > (uint64_t)h->nstacks * 8 *
-                                     EM_VARINT_MAX))
-            return EM_CORRUPT("chunk: page table: encoding %u, %" PRIu32
-                              " bytes (%" PRIu32 " stored) for %" PRIu32
-                              " stacks", r.enc, r.raw, r.stored, h->nstacks);
-        if (k < known && !(v2 && k == COL_PAGES))
-            rc = dir_check(k, &r, count[k]);
-        if (k < known)
-            d[k] = r;
+        if (k < CHUNK_NCOLS)
+            rc = dir_check(k, &r, count[k]), d[k] = r;
         off += r.stored;
     }
-    if (rc == EMBER_OK && v2 && len - off > UINT32_MAX)
-        return EM_CORRUPT("chunk: %zu bytes of pages", len - off);
-    if (rc == EMBER_OK && v2)   /* the pages: all that follows */
-        d[7] = (col_ref){ buf + off, 0, (uint32_t)(len - off), ENC_RAW };
-    else if (rc == EMBER_OK && off != len)
+    if (rc == EMBER_OK && off != len)
         return EM_CORRUPT("chunk: %zu bytes after the last column",
                           len - off);
     return rc;
 }
 
 /* ---- decoder ------------------------------------------------------------ */
+
+/* em_varint_get with the one-byte case inlined: most gaps and deltas are
+** small and this runs once per sample. */
+static inline bool vget(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+    if (*p < end && **p < 0x80) {
+        *v = *(*p)++;
+        return true;
+    }
+    return em_varint_get(p, end, v) == 0;
+}
 
 /* Points R at column K's varints, decompressing into c->scratch if need be
 ** (so R lives until the next column is opened). */
@@ -1150,14 +825,12 @@ static inline int dec_profile_run(const uint8_t **p, const uint8_t *end,
     return PROF_OK;
 }
 
-/* Decodes the profile indexes of stacks [S0, S1) from R. */
-static int dec_profiles(col_rd *r, const em_chunk *ch, uint32_t s0,
-                        uint32_t s1, uint32_t *prof)
+static int dec_profiles(col_rd *r, const em_chunk *ch, uint32_t *prof)
 {
     const uint8_t *p = r->p, *end = r->end;
     const uint64_t *start = ch->stack_start;
 
-    for (uint32_t s = s0; s < s1; s++) {
+    for (uint32_t s = 0; s < ch->h.nstacks; s++) {
         int why = dec_profile_run(&p, end, start[s + 1] - start[s],
                                   ch->h.nprofiles, prof + start[s]);
         if (why == PROF_VARINT)
@@ -1172,16 +845,15 @@ static int dec_profiles(col_rd *r, const em_chunk *ch, uint32_t s0,
     return col_done(r);
 }
 
-/* Decodes the values of stacks [S0, S1) from R: each stack's first, then
-** deltas against its previous value. Ors into *WIDE each value + 2^31,
-** whose bits past 31 say whether some value is not small. */
-static int dec_values(col_rd *r, const em_chunk *ch, uint32_t s0,
-                      uint32_t s1, int64_t *val, uint64_t *wide)
+/* Decodes each stack's values: the first, then deltas against the stack's
+** previous value. */
+static int dec_values(col_rd *r, const em_chunk *ch, int64_t *val,
+                      bool *small)
 {
     const uint8_t *p = r->p, *end = r->end;
-    uint64_t w = 0;
+    uint64_t wide = 0;              /* bits of value + 2^31 past bit 31 */
 
-    for (uint32_t s = s0; s < s1; s++) {
+    for (uint32_t s = 0; s < ch->h.nstacks; s++) {
         uint64_t k = ch->stack_start[s], e = ch->stack_start[s + 1], u;
         int64_t v = 0;
 
@@ -1191,10 +863,10 @@ static int dec_values(col_rd *r, const em_chunk *ch, uint32_t s0,
                                   ": bad varint at sample %" PRIu64, s, k);
             v = em_add_wrap(v, em_unzigzag(u));
             val[k] = v;
-            w |= (uint64_t)v + (1ull << 31);
+            wide |= (uint64_t)v + (1ull << 31);
         }
     }
-    *wide |= w;
+    *small = (wide >> 32) == 0;
     r->p = p;
     return col_done(r);
 }
@@ -1282,58 +954,11 @@ static int dec_profile_cols(em_codec *c, const col_ref *d, em_chunk *ch,
     return rc;
 }
 
-/* Opens page part D (column K's bytes for stacks [S0, S1)) into R,
-** proving first that its raw length can hold those stacks' samples. */
-static int page_open(em_codec *c, const col_ref *d, size_t k, size_t pk,
-                     const em_chunk *ch, uint32_t s0, uint32_t s1, col_rd *r)
-{
-    uint64_t n = ch->stack_start[s1] - ch->stack_start[s0];
-
-    if (d->raw < n || d->raw > n * EM_VARINT_MAX)
-        return EM_CORRUPT("chunk: page %zu: %s: %" PRIu32 " bytes cannot "
-                          "hold %" PRIu64 " varints", pk, col_name[k], d->raw,
-                          n);
-    return col_open(c, d, k, r);
-}
-
-/* Version 2: the profiles and values PARTS asks for, page by page, each
-** page's checksum checked before its bytes are used. */
-static int dec_pages(em_codec *c, const col_ref *d, em_chunk *ch,
-                     unsigned parts)
-{
-    uint64_t wide = 0;
-    ptab_it it;
-    page_ref pg;
-    bool more = true;
-    int rc = EMBER_OK;
-
-    ptab_begin(&it, d, ch->h.nstacks);
-    while (rc == EMBER_OK && (rc = ptab_next(&it, &pg, &more)) == EMBER_OK &&
-           more) {
-        size_t k = it.k - 1;
-        uint32_t s1 = pg.s0 + pg.ns;
-        col_rd r;
-        rc = page_crc_check(&pg, k);
-        if (rc == EMBER_OK && (parts & EM_PART_PROFILES) &&
-            (rc = page_open(c, &pg.prof, COL_PROFILES, k, ch, pg.s0, s1,
-                            &r)) == EMBER_OK)
-            rc = dec_profiles(&r, ch, pg.s0, s1, ch->sample_profile);
-        if (rc == EMBER_OK && (parts & EM_PART_VALUES) &&
-            (rc = page_open(c, &pg.val, COL_VALUES, k, ch, pg.s0, s1,
-                            &r)) == EMBER_OK)
-            rc = dec_values(&r, ch, pg.s0, s1, ch->sample_value, &wide);
-    }
-    if (rc == EMBER_OK && (parts & EM_PART_VALUES))
-        ch->small_values = (wide >> 32) == 0;
-    return rc;
-}
-
 /* Decodes the stack-major parts PARTS asks for; the profiles and values
 ** columns need stack_start, which CH has or which STACKS brings first. */
 static int dec_sample_cols(em_codec *c, const col_ref *d, em_chunk *ch,
                            unsigned parts)
 {
-    uint64_t wide = 0;
     col_rd r;
     int rc = EMBER_OK;
 
@@ -1343,17 +968,12 @@ static int dec_sample_cols(em_codec *c, const col_ref *d, em_chunk *ch,
     if (rc == EMBER_OK && (parts & EM_PART_STACKS) &&
         (rc = col_open(c, &d[COL_COUNTS], COL_COUNTS, &r)) == EMBER_OK)
         rc = dec_counts(&r, &ch->h, ch->stack_start);
-    if (rc == EMBER_OK && ch->h.version == 2 &&
-        (parts & (EM_PART_PROFILES | EM_PART_VALUES)))
-        return dec_pages(c, d, ch, parts);
     if (rc == EMBER_OK && (parts & EM_PART_PROFILES) &&
         (rc = col_open(c, &d[COL_PROFILES], COL_PROFILES, &r)) == EMBER_OK)
-        rc = dec_profiles(&r, ch, 0, ch->h.nstacks, ch->sample_profile);
+        rc = dec_profiles(&r, ch, ch->sample_profile);
     if (rc == EMBER_OK && (parts & EM_PART_VALUES) &&
-        (rc = col_open(c, &d[COL_VALUES], COL_VALUES, &r)) == EMBER_OK) {
-        rc = dec_values(&r, ch, 0, ch->h.nstacks, ch->sample_value, &wide);
-        ch->small_values = (wide >> 32) == 0;
-    }
+        (rc = col_open(c, &d[COL_VALUES], COL_VALUES, &r)) == EMBER_OK)
+        rc = dec_values(&r, ch, ch->sample_value, &ch->small_values);
     return rc;
 }
 

@@ -28,12 +28,7 @@
 
 #include "engine/engine.h"
 
-#define EM_CHUNK_VERSION 1          /* what em_chunk_encode writes */
-#define EM_CHUNK_VERSION_PAGED 2    /* em_chunk_encode_paged's */
-/* Version 2 cuts the profiles and values columns into pages of whole
-** stacks, each closed by the stack that brings it to this many samples,
-** each compressed and checksummed on its own (docs/file-format.md). */
-#define EM_CHUNK_PAGE_SAMPLES 4096u
+#define EM_CHUNK_VERSION 1
 #define EM_CHUNK_MAX_PROFILES (1u << 20)
 #define EM_CHUNK_MAX_STACKS (1u << 26)
 #define EM_CHUNK_MAX_SAMPLES (1ull << 28)
@@ -114,22 +109,14 @@ void em_codec_free(em_codec *c);        /* NULL: no-op */
 int em_chunk_encode(em_codec *c, const em_chunk_profile *ps, size_t np,
                     unsigned flags, int level, em_buf *out);
 
-/* em_chunk_encode in version 2: the samples in pages, so that a reader
-** that wants a few stacks can decompress and check only their pages. */
-int em_chunk_encode_paged(em_codec *c, const em_chunk_profile *ps, size_t np,
-                          unsigned flags, int level, em_buf *out);
-
-/* Reads and checks the header and its checksum: of the whole blob in
-** version 1, of all but the pages in version 2, whose decoders check each
-** page's own before they use it. */
+/* Reads and checks the header and the checksum of the whole blob. */
 int em_chunk_header_read(const uint8_t *buf, size_t len, em_chunk_header *h);
 
 /* The header, checked but without the checksum, and the stored checksum
 ** *CRC: what a cache looks a chunk up by. The chunk is not proven whole. */
 int em_chunk_header_peek(const uint8_t *buf, size_t len, em_chunk_header *h,
                          uint32_t *crc);
-/* Checks the checksum of the whole blob (EMBER_ECORRUPT on a mismatch):
-** in version 2 the header's and every page's. */
+/* Checks the checksum of the whole blob (EMBER_ECORRUPT on a mismatch). */
 int em_chunk_crc_check(const uint8_t *buf, size_t len);
 
 /* Decodes into CH the parts of PARTS (EM_PART_*) it lacks. CH->h must be

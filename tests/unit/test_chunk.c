@@ -236,8 +236,7 @@ static void check_header(const tset *t, const size_t *o, const ref_sample *r,
 
     for (size_t k = 0; k < t->ns; k++)
         nstacks += k == 0 || r[k].stack != r[k - 1].stack;
-    assert_true(h->version == EM_CHUNK_VERSION ||
-                h->version == EM_CHUNK_VERSION_PAGED);
+    assert_int_equal(h->version, EM_CHUNK_VERSION);
     assert_int_equal(h->nprofiles, t->np);
     assert_int_equal(h->nsamples, t->ns);
     assert_int_equal(h->nstacks, nstacks);
@@ -807,7 +806,7 @@ typedef struct breakage {
     void (*apply)(craft *c);
 } breakage;
 
-static void b_version(craft *c) { c->version = 3; }
+static void b_version(craft *c) { c->version = 2; }
 static void b_flags(craft *c) { c->flags = 0x80; }
 static void b_reserved(craft *c) { c->reserved = 1; }
 static void b_dup_extra(craft *c) { c->extra_id = 7; }
@@ -838,7 +837,7 @@ static void b_totals(craft *c) { c->col[3][2] = 14; }
 static void test_crafted_corrupt(void **state)
 {
     static const breakage bs[] = {
-        { "version 3", EMBER_EFORMAT, b_version },
+        { "version 2", EMBER_EFORMAT, b_version },
         { "flags 0x80", EMBER_EFORMAT, b_flags },
         { "reserved 1", EMBER_EFORMAT, b_reserved },
         { "directory entry 8", EMBER_ECORRUPT, b_dup_extra },
@@ -1147,132 +1146,6 @@ static void test_realistic_info(void **state)
     tset_free(&t);
 }
 
-/* ---- version 2: pages ---------------------------------------------------- */
-
-/* Pages of the paged chunk P: walks its table (raw, column 6) and checks
-** that every stack is in one page. */
-static size_t paged_count(const em_buf *b)
-{
-    size_t dir = 44, off = 44 + 10 * b->p[6], n = 0;
-    const uint8_t *q, *end;
-    uint64_t v = 0, stacks = 0;
-
-    assert_int_equal(b->p[4], 2);
-    for (int k = 0; k < 6; k++)
-        off += em_get_le32(b->p + dir + 10 * k + 6);
-    assert_int_equal(b->p[dir + 60], 6);    /* the page table, raw */
-    assert_int_equal(b->p[dir + 61], 0);
-    q = b->p + off;
-    end = q + em_get_le32(b->p + dir + 66);
-    while (q < end) {
-        assert_int_equal(em_varint_get(&q, end, &v), 0);
-        stacks += v;
-        for (int k = 0; k < 7; k++)
-            assert_int_equal(em_varint_get(&q, end, &v), 0);
-        n++;
-    }
-    assert_int_equal(stacks, em_get_le32(b->p + 16));
-    return n;
-}
-
-/* Version 2 decodes to what version 1 does, column set by column set,
-** over the random sets, a page or many. */
-static void test_paged_round_trip(void **state)
-{
-    em_codec *c;
-    tset t;
-    size_t multi = 0;
-
-    (void)state;
-    assert_int_equal(em_codec_new(&c), EMBER_OK);
-    for (uint64_t seed = 200; seed < 216; seed++) {
-        em_buf b = { 0 };
-        size_t np = 1 + (size_t)(seed * 53 % 900);
-        gen_random(&t, seed, np, 1 + seed * 7 % 300,
-                   seed % 2 ? GEN_WILD | GEN_SHUFFLE : GEN_EMPTIES);
-        assert_int_equal(em_chunk_encode_paged(c, t.ps, t.np, 0, 3, &b),
-                         EMBER_OK);
-        multi += paged_count(&b) > 1;
-        for (unsigned cols = 0; cols <= EM_COL_ALL; cols++) {
-            em_chunk ch;
-            if (em_chunk_decode(c, b.p, b.len, cols, &ch) != EMBER_OK)
-                fail_msg("seed %" PRIu64 " cols %u: %s", seed, cols,
-                         em_errmsg());
-            assert_int_equal(ch.h.version, EM_CHUNK_VERSION_PAGED);
-            check_chunk(&t, &ch, cols);
-            em_chunk_release(&ch);
-        }
-        assert_int_equal(em_chunk_crc_check(b.p, b.len), EMBER_OK);
-        em_buf_free(&b);
-        tset_free(&t);
-    }
-    assert_true(multi >= 8);
-    em_codec_free(c);
-}
-
-/* Parts added one at a time decode as a whole decode does; the totals
-** are checked against the values once both are in. */
-static void test_paged_parts(void **state)
-{
-    const unsigned order[] = { EM_PART_STACKS, EM_PART_VALUES, EM_PART_TIMES,
-                               EM_PART_PROFILES, EM_PART_TOTALS };
-    em_buf b = { 0 };
-    em_chunk ch = { 0 };
-    void *mem[5];
-    size_t bytes;
-    tset t;
-
-    (void)state;
-    gen_random(&t, 31, 700, 250, GEN_WILD);
-    assert_int_equal(em_chunk_encode_paged(NULL, t.ps, t.np, 0, 3, &b),
-                     EMBER_OK);
-    assert_true(paged_count(&b) > 2);
-    assert_int_equal(em_chunk_header_read(b.p, b.len, &ch.h), EMBER_OK);
-    for (int i = 0; i < 5; i++)
-        assert_int_equal(em_chunk_decode_parts(NULL, b.p, b.len, order[i],
-                                               &ch, &mem[i], &bytes),
-                         EMBER_OK);
-    check_chunk(&t, &ch, EM_COL_ALL);
-    for (int i = 0; i < 5; i++)
-        em_free(mem[i]);
-    em_buf_free(&b);
-    tset_free(&t);
-}
-
-/* Every bit flip of a paged chunk (zstd pages and raw ones) is an error,
-** from a whole decode and from the checksum check alike; so is every
-** truncation and a byte more. */
-static void test_paged_damage(void **state)
-{
-    em_buf b = { 0 };
-    em_codec *c;
-    tset t;
-
-    (void)state;
-    assert_int_equal(em_codec_new(&c), EMBER_OK);
-    gen_random(&t, 41, 300, 120, GEN_WILD | GEN_SHUFFLE);
-    assert_int_equal(em_chunk_encode_paged(c, t.ps, t.np, 0, 3, &b),
-                     EMBER_OK);
-    assert_true(paged_count(&b) > 1);
-    for (size_t i = 0; i < b.len; i++)
-        for (unsigned bit = 0; bit < 8; bit++) {
-            b.p[i] ^= (uint8_t)(1u << bit);
-            if (decode_copy(c, b.p, b.len, EM_COL_ALL) != EMBER_ECORRUPT ||
-                em_chunk_crc_check(b.p, b.len) != EMBER_ECORRUPT)
-                fail_msg("flip of bit %u of byte %zu not found", bit, i);
-            b.p[i] ^= (uint8_t)(1u << bit);
-        }
-    for (size_t len = 0; len < b.len; len++)
-        assert_int_equal(decode_copy(c, b.p, len, EM_COL_ALL),
-                         EMBER_ECORRUPT);
-    assert_int_equal(decode_copy(c, b.p, b.len, EM_COL_ALL), EMBER_OK);
-    assert_int_equal(em_buf_put(&b, "", 1), EMBER_OK);
-    assert_int_equal(decode_copy(c, b.p, b.len, EM_COL_ALL), EMBER_ECORRUPT);
-    em_buf_free(&b);
-    em_codec_free(c);
-    tset_free(&t);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1299,9 +1172,6 @@ int main(void)
         cmocka_unit_test(test_alloc_fail_reuse),
         cmocka_unit_test(test_alloc_fail_decode),
         cmocka_unit_test(test_realistic_info),
-        cmocka_unit_test(test_paged_round_trip),
-        cmocka_unit_test(test_paged_parts),
-        cmocka_unit_test(test_paged_damage),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
