@@ -172,6 +172,8 @@ static char *answers(ember_db *db)
     answer(db, "merge(" CPU ")", "tree", 0, o.f);
     answer(db, "total(" CPU ")", "csv", 10 * MIN_MS, o.f);
     answer(db, "sum by (service) (total(" CPU "))", "csv", HOUR_MS, o.f);
+    answer(db, "total(focus(" CPU ", \"fn_1\"))", "csv", 10 * MIN_MS, o.f);
+    answer(db, "total(" CPU ")", "csv", 0, o.f);
     answer(db, "label_values(service)", "csv", 0, o.f);
     answer(db, "label_names()", "csv", 0, o.f);
     answer(db, "profile_types()", "csv", 0, o.f);
