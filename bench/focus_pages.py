@@ -12,6 +12,8 @@ focus on that function would read of columns cut into pages by stack.
     python3 bench/focus_pages.py FILE [PAGE]
 
 Prints the median share over those functions and the eight most common.
+The share falls as pages shrink: compare profiles at equal page counts
+(PAGE = stacks / 40, say), not at equal PAGE.
 """
 import collections
 import sys
