@@ -36,13 +36,13 @@ def dfs_ids(stacks):
         n = root
         for f in fr:
             n = n.setdefault(f, {})
-    ids, todo = {}, [((), root)]
-    while todo:                     # preorder, children in first-met order
-        path, node = todo.pop()
+    ids, stack = {}, [((), root)]
+    while stack:                    # preorder, children in first-met order
+        path, node = stack.pop()
         if path:
             ids[path] = len(ids)
         for f in reversed(list(node)):
-            todo.append((path + (f,), node[f]))
+            stack.append((path + (f,), node[f]))
     return ids
 
 

@@ -101,25 +101,31 @@ static int64_t bucket_of(int64_t t, int64_t from, int64_t step)
     return em_add_wrap(from, q * step);
 }
 
+/* Adds the point (B, V, D) as S's point *K, or into point *K - 1 when it
+** is bucket B too (D ignored without durations). */
+static void bucket_add(wser *s, size_t *k, int64_t b, double v, int64_t d)
+{
+    if (*k > 0 && s->times[*k - 1] == b) {
+        s->values[*k - 1] += v;
+        if (s->durs != NULL)
+            s->durs[*k - 1] = em_add_wrap(s->durs[*k - 1], d);
+        return;
+    }
+    s->times[*k] = b;
+    s->values[*k] = v;
+    if (s->durs != NULL)
+        s->durs[*k] = d;
+    (*k)++;
+}
+
 /* Sums S's points per bucket of STEP ms from FROM (points stay in order). */
 static void bucket_sum(wser *s, int64_t from, int64_t step)
 {
     size_t k = 0;
 
-    for (size_t i = 0; i < s->n; i++) {
-        int64_t b = bucket_of(s->times[i], from, step);
-        if (k > 0 && s->times[k - 1] == b) {
-            s->values[k - 1] += s->values[i];
-            if (s->durs != NULL)
-                s->durs[k - 1] = em_add_wrap(s->durs[k - 1], s->durs[i]);
-            continue;
-        }
-        s->times[k] = b;
-        s->values[k] = s->values[i];
-        if (s->durs != NULL)
-            s->durs[k] = s->durs[i];
-        k++;
-    }
+    for (size_t i = 0; i < s->n; i++)   /* k <= i: in place */
+        bucket_add(s, &k, bucket_of(s->times[i], from, step), s->values[i],
+                   s->durs != NULL ? s->durs[i] : 0);
     s->n = k;
 }
 
@@ -172,11 +178,10 @@ static size_t set_find(const em_series_set *set, uint32_t id)
 }
 
 /* Series I of totals T as a new series of OUT (INFO: its labels); AT
-** (`@ T`: its source's instant, else NULL) keeps the points at that time. */
-/* Series I of T as a point set in OUT: its points at *AT (when AT is
-** given), else all of them, summed per bucket of STEP ms from FROM when
-** STEP > 0. Summed while copied, as bucket_sum would after: of the points
-** array only the buckets' pages are written, and so faulted in. */
+** (`@ T`: its source's instant, else NULL) keeps the points at that time.
+** With STEP > 0 the points are summed per bucket of STEP ms from FROM as
+** they are copied, not after: of the new arrays only the buckets' pages
+** are written, and so faulted in. */
 static int total_series(ectx *e, const ember_totals *t, size_t i,
                         const em_series_info *info, const int64_t *at,
                         int64_t step, int64_t from, sset *out)
@@ -199,13 +204,12 @@ static int total_series(ectx *e, const ember_totals *t, size_t i,
     w->type = info->type;
     unit_note(e, info->type);
     for (size_t j = first; j < first + n; j++) {
-        int64_t b = step > 0 ? bucket_of(ts[j], from, step) : ts[j];
-        if (step > 0 && w->n > 0 && w->times[w->n - 1] == b) {
-            w->values[w->n - 1] += (double)vs[j];
-            w->durs[w->n - 1] = em_add_wrap(w->durs[w->n - 1], ds[j]);
+        if (step > 0) {
+            bucket_add(w, &w->n, bucket_of(ts[j], from, step), (double)vs[j],
+                       ds[j]);
             continue;
         }
-        w->times[w->n] = b;
+        w->times[w->n] = ts[j];     /* a point per profile, equal times too */
         w->values[w->n] = (double)vs[j];
         w->durs[w->n++] = ds[j];
     }
