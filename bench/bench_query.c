@@ -409,8 +409,9 @@ static void dataset_open(dataset *d, const opts *o, const gen_config *c,
 
     snprintf(d->path, sizeof d->path, "%s/%s", o->dir, name);
     n = snprintf(config, sizeof config,
-                 "bench_query v1 seed=%llu targets=%u types=%#x services=%u span=%lld "
-                 "stacks=%u..%u", (unsigned long long)c->seed, c->ntargets, c->types,
+                 "bench_query v1 gen=%d seed=%llu targets=%u types=%#x services=%u "
+                 "span=%lld stacks=%u..%u", GEN_VERSION, (unsigned long long)c->seed,
+                 c->ntargets, c->types,
                  c->nservices, (long long)c->span_ms, c->min_stacks, c->max_stacks);
     if (c->step_ms != 0 && c->step_ms != 10000)     /* the older stamps stay valid */
         snprintf(config + n, sizeof config - (size_t)n, " step=%lld", (long long)c->step_ms);

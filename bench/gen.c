@@ -368,9 +368,15 @@ static uint32_t zipf_small(gen_rng *r, uint32_t n)
     return n - 1;
 }
 
-static uint32_t app_entry(const gprog *p, gen_rng *r)
+/* An app entry of KIND (GEN_ENTRY_*): a Go program's handlers each serve
+** one kind of caller, as a route belongs to one server, so a handler sits
+** under one dispatcher's paths; a C program's serve any. */
+static uint32_t app_entry(const gprog *p, gen_rng *r, unsigned kind)
 {
-    return p->app0 + 1 + zipf_small(r, GEN_APP_ENTRIES);
+    if (p->c)
+        return p->app0 + 1 + zipf_small(r, GEN_APP_ENTRIES);
+    return p->app0 + 1 + kind +
+           GEN_ENTRY_KINDS * zipf_small(r, GEN_APP_ENTRIES / GEN_ENTRY_KINDS);
 }
 
 static uint32_t must_find(const gen *g, const char *name)
@@ -406,7 +412,7 @@ static size_t walk_root(gen *g, const gprog *p, gen_rng *r, uint32_t *fr)
         if (strcmp(t, "@main") == 0)
             fr[n++] = p->app0;
         else if (strcmp(t, "@") == 0)
-            fr[n++] = app_entry(p, r);
+            fr[n++] = app_entry(p, r, GEN_ENTRY_OTHER);
         else
             fr[n++] = must_find(g, t);
     }
@@ -446,6 +452,7 @@ static size_t dispatch(gen *g, const gprog *p, gen_rng *r, uint32_t *fr, size_t 
     uint32_t f = fr[n - 1];
     const uint32_t *mw = NULL;
     uint32_t nmw = 0;
+    unsigned kind = GEN_ENTRY_OTHER;
 
     if (http == UINT32_MAX) {
         http = gen_func_find(g, "net/http.HandlerFunc.ServeHTTP");
@@ -454,13 +461,15 @@ static size_t dispatch(gen *g, const gprog *p, gen_rng *r, uint32_t *fr, size_t 
     if (f == http && (n < 2 || fr[n - 2] == must_find(g, "net/http.serverHandler.ServeHTTP"))) {
         mw = p->mw_http;
         nmw = p->nmw_http;
+        kind = GEN_ENTRY_HTTP;
     } else if (f == grpc) {
         mw = p->mw_grpc;
         nmw = p->nmw_grpc;
+        kind = GEN_ENTRY_GRPC;
     }
     for (uint32_t i = 0; i < nmw && n < GEN_WALK_MAX - 1; i++)
         fr[n++] = mw[i];
-    fr[n++] = app_entry(p, r);
+    fr[n++] = app_entry(p, r, kind);
     return n;
 }
 
@@ -480,7 +489,7 @@ static size_t walk(gen *g, const gprog *p, gen_rng *r, bool heap, uint32_t *fr)
             n = dispatch(g, p, r, fr, n);
             continue;
         }
-        else if ((f->flags & GF_RECURSIVE) && gen_rng_unit(r) < 0.55)
+        else if ((f->flags & GF_RECURSIVE) && gen_rng_unit(r) < 0.3)
             next = fr[n - 1];
         else if (f->ncallees == 0 || gen_rng_unit(r) < (heap ? 0.2 : pstop_cpu[f->tier]))
             break;

@@ -32,6 +32,10 @@
 
 #include "ember.h"
 
+/* The generator's output version: raised with every change to what a
+** seed makes, since benchmarks cache databases built from it by this. */
+#define GEN_VERSION 2
+
 /* Profile types, as bits of gen_config.types and indexes into gen_type. */
 enum {
     GEN_CPU_SAMPLES = 0,    /* process_cpu:samples:count:cpu:nanoseconds:delta */

@@ -21,6 +21,8 @@ enum {
 #define GEN_WALK_MAX 96
 #define GEN_SELF_SITES 3        /* sample points inside a function */
 #define GEN_APP_ENTRIES 24      /* handlers / workers per program */
+#define GEN_ENTRY_KINDS 3       /* who calls an entry: app_entry's KIND */
+enum { GEN_ENTRY_HTTP, GEN_ENTRY_GRPC, GEN_ENTRY_OTHER };
 #define EM_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
 typedef struct gfunc {
