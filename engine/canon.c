@@ -191,9 +191,13 @@ static int bh_node(em_bhash *b, const em_block_syms *y, uint32_t node,
     em_h128 h = root_hash;
 
     while (!bh_known(b, BH_NODE, cur, &h)) {
-        if (np == b->npath &&
-            (b->path = em_grow(b->path, &b->npath, np + 1, sizeof *b->path)) == NULL)
-            return em_err(EMBER_ENOMEM, "block: a stack of %zu frames", np + 1);
+        if (np == b->npath) {       /* kept on failure: npath names it */
+            uint32_t *path = em_grow(b->path, &b->npath, np + 1, sizeof *path);
+            if (path == NULL)
+                return em_err(EMBER_ENOMEM, "block: a stack of %zu frames",
+                              np + 1);
+            b->path = path;
+        }
         b->path[np++] = cur;
         if (y->parent[cur] == EM_BLOCK_ROOT) {
             h = root_hash;
@@ -244,6 +248,8 @@ struct em_canon {
     em_h128 *loc;                   /* head location hashes, by id */
     uint8_t *loc_done;
     size_t nloc;
+    em_h128 *hs;                    /* scratch: a batch's stack hashes */
+    size_t nhs;
 };
 
 void em_canon_free(em_canon *c)
@@ -253,6 +259,7 @@ void em_canon_free(em_canon *c)
     ctab_free(&c->tab);
     em_free(c->loc);
     em_free(c->loc_done);
+    em_free(c->hs);
     em_free(c);
 }
 
@@ -390,33 +397,48 @@ static int canon_make(em_rtxn *r, em_canon **out)
     return EMBER_OK;
 }
 
-/* The content hash of stack LOCAL of source SRC of R. */
-static int stack_hash(em_rtxn *r, em_canon *c, uint32_t src, uint32_t local,
-                      em_h128 *h)
+/* The content hashes of stacks LOCAL[0..N) of source SRC of R into H: a
+** block's under one hold of its memo, not one per stack (a merge over a
+** month meets the same few hundred stacks in each of its blocks). */
+static int stack_hashes(em_rtxn *r, em_canon *c, uint32_t src,
+                        const uint32_t *local, size_t n, em_h128 *h)
 {
-    if (r->src[src].kind == EM_SRC_HEAD)
-        return head_stack(r, c, local, h);
-    return em_src_node_hash(&r->src[src], local, h);
+    int rc = EMBER_OK;
+
+    if (r->src[src].kind != EM_SRC_HEAD)
+        return em_src_node_hashes(&r->src[src], local, n, h);
+    for (size_t i = 0; i < n && rc == EMBER_OK; i++)
+        rc = head_stack(r, c, local[i], &h[i]);
+    return rc;
 }
 
-int em_canon_stack(em_rtxn *r, uint32_t src, uint32_t local, uint32_t *vid,
-                   uint32_t *vsrc)
+int em_canon_stacks(em_rtxn *r, uint32_t src, const uint32_t *local,
+                    size_t n, uint32_t *vid, uint32_t *vsrc)
 {
-    uint32_t own = r->src[src].base[EM_T_STACK] + local;
-    canon_ent *e;
-    em_h128 h;
-    bool found;
+    uint32_t base = r->src[src].base[EM_T_STACK];
+    em_canon *c;
     int rc = r->canon == NULL ? canon_make(r, &r->canon) : EMBER_OK;
 
-    if (rc == EMBER_OK)
-        rc = stack_hash(r, r->canon, src, local, &h);
     if (rc != EMBER_OK)
         return rc;
-    if ((e = ctab_insert(&r->canon->tab, h.a, &h, &found)) == NULL)
-        return EMBER_ENOMEM;
-    if (!found)
-        *e = (canon_ent){ h, own, src + 1 };
-    *vid = e->vid;
-    *vsrc = e->src1 - 1;
+    c = r->canon;
+    if (n > c->nhs) {
+        em_h128 *hs = em_grow(c->hs, &c->nhs, n, sizeof *hs);
+        if (hs == NULL)
+            return em_err(EMBER_ENOMEM, "canonical ids of %zu stacks", n);
+        c->hs = hs;
+    }
+    if ((rc = stack_hashes(r, c, src, local, n, c->hs)) != EMBER_OK)
+        return rc;
+    for (size_t i = 0; i < n; i++) {
+        bool found;
+        canon_ent *e = ctab_insert(&c->tab, c->hs[i].a, &c->hs[i], &found);
+        if (e == NULL)
+            return EMBER_ENOMEM;
+        if (!found)
+            *e = (canon_ent){ c->hs[i], base + local[i], src + 1 };
+        vid[i] = e->vid;
+        vsrc[i] = e->src1 - 1;
+    }
     return EMBER_OK;
 }

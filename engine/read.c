@@ -1491,46 +1491,88 @@ static int merge_acc_run(merge_acc *m, query *q)
     return rc;
 }
 
+/* Lists in *LOCAL (grown, *CAP of room, three arrays of it: the ids, then
+** room for em_canon_stacks' two answers) the stacks source SRC summed;
+** *N of them. */
+static int canon_list(merge_acc *m, uint32_t src, uint32_t **local,
+                      size_t *cap, size_t *n)
+{
+    *n = 0;
+    for (size_t x = 0; x < sum_nwords(m, src); x++) {
+        uint64_t *seen;
+        if (sum_word(m, src, sum_word_at(m, src, x), &seen) != NULL)
+            *n += (size_t)__builtin_popcountll(*seen);
+    }
+    if (*n > *cap) {
+        uint32_t *l = em_realloc(*local, *n * 3 * sizeof *l);
+        if (l == NULL)
+            return em_err(EMBER_ENOMEM, "merge: %zu stacks", *n);
+        *local = l;
+        *cap = *n;
+    }
+    *n = 0;
+    for (size_t x = 0; x < sum_nwords(m, src); x++) {
+        size_t w = sum_word_at(m, src, x);
+        uint64_t *seen;
+        if (sum_word(m, src, w, &seen) == NULL)
+            continue;
+        for (uint64_t bits = *seen; bits != 0; bits &= bits - 1)
+            (*local)[(*n)++] = (uint32_t)(w * 64) +
+                               (uint32_t)__builtin_ctzll(bits);
+    }
+    return EMBER_OK;
+}
+
+/* Moves the sum of stack LOCAL of source SRC to its canonical id, stack
+** VLOCAL of source VSRC. */
+static int canon_move(merge_acc *m, uint32_t src, uint32_t local,
+                      uint32_t vsrc, uint32_t vlocal)
+{
+    uint64_t *seen = NULL, *tseen;
+    int64_t *sum, *to;
+    uint32_t k = local & 63;
+    int rc = merge_src_pages(m, vsrc);
+
+    if (rc != EMBER_OK)
+        return rc;
+    if ((sum = sum_word(m, src, local / 64, &seen)) == NULL)
+        return EMBER_OK;            /* canon_list found it: not reached */
+    if ((to = sum_slot(m, vsrc, vlocal, &tseen)) == NULL)
+        return merge_nomem(vlocal);
+    /* sums of one sign's values fit: no part of them overflows */
+    *to = em_add_wrap(*to, sum[k]);
+    *tseen |= 1ull << (vlocal & 63);
+    sum[k] = 0;
+    *seen &= ~(1ull << k);
+    return EMBER_OK;
+}
+
 /* Moves every sum to its stack's canonical id (engine/canon.c): where the
 ** same stack was summed in several sources, the sums meet in the source
 ** the snapshot first met it in, so the result has each stack once and,
-** collected source by source, stays in id order with no sort. */
+** collected source by source, stays in id order with no sort. A source's
+** stacks are hashed in one batch. */
 static int merge_canon(merge_acc *m)
 {
     em_rtxn *r = m->r;
+    uint32_t *local = NULL;
+    size_t cap = 0, n = 0;
     int rc = EMBER_OK;
 
     for (uint32_t i = 0; i < m->nbs && rc == EMBER_OK; i++) {
-        for (size_t x = 0; x < sum_nwords(m, i) && rc == EMBER_OK; x++) {
-            size_t w = sum_word_at(m, i, x);
-            uint64_t *seen;
-            int64_t *sum = sum_word(m, i, w, &seen);
-            for (uint64_t bits = sum != NULL ? *seen : 0;
-                 bits != 0 && rc == EMBER_OK; bits &= bits - 1) {
-                uint32_t k = (uint32_t)__builtin_ctzll(bits);
-                uint32_t l = (uint32_t)(w * 64) + k, vid, src, local;
-                uint64_t *tseen;
-                int64_t *to;
-                rc = em_canon_stack(r, i, l, &vid, &src);
-                if (rc != EMBER_OK ||
-                    vid == r->src[i].base[EM_T_STACK] + l)
-                    continue;
-                local = vid - r->src[src].base[EM_T_STACK];
-                rc = merge_src_pages(m, src);
-                if (rc != EMBER_OK)
-                    break;
-                if ((to = sum_slot(m, src, local, &tseen)) == NULL) {
-                    rc = merge_nomem(local);
-                    break;
-                }
-                /* sums of one sign's values fit: no part of them overflows */
-                *to = em_add_wrap(*to, sum[k]);
-                *tseen |= 1ull << (local & 63);
-                sum[k] = 0;
-                *seen &= ~(1ull << k);
-            }
-        }
+        uint32_t base = r->src[i].base[EM_T_STACK], *vid, *vsrc;
+        rc = canon_list(m, i, &local, &cap, &n);
+        if (rc != EMBER_OK || n == 0)
+            continue;
+        vid = local + cap;
+        vsrc = local + 2 * cap;
+        rc = em_canon_stacks(r, i, local, n, vid, vsrc);
+        for (size_t j = 0; j < n && rc == EMBER_OK; j++)
+            if (vid[j] != base + local[j])
+                rc = canon_move(m, i, local[j], vsrc[j],
+                                vid[j] - r->src[vsrc[j]].base[EM_T_STACK]);
     }
+    em_free(local);
     return rc;
 }
 

@@ -802,7 +802,8 @@ int em_bsrc_stack(em_src *s, uint32_t id, em_arena_fn arena, void *ctx,
     return EMBER_OK;
 }
 
-int em_src_node_hash(em_src *s, uint32_t local, em_h128 *out)
+int em_src_node_hashes(em_src *s, const uint32_t *local, size_t n,
+                       em_h128 *out)
 {
     const em_block_syms *y;
     em_block *blk;
@@ -816,8 +817,9 @@ int em_src_node_hash(em_src *s, uint32_t local, em_h128 *out)
     pthread_mutex_lock(&h->mu);
     b = em_budget_swap(NULL);       /* the handle's memory, not the query's */
     rc = bsyms(s, &y);
-    if (rc == EMBER_OK)
-        rc = em_bhash_node(&h->hashes, y, em_block_get_info(blk), local, out);
+    for (size_t i = 0; i < n && rc == EMBER_OK; i++)
+        rc = em_bhash_node(&h->hashes, y, em_block_get_info(blk), local[i],
+                           &out[i]);
     em_budget_swap(b);
     pthread_mutex_unlock(&h->mu);
     return rc;

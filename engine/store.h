@@ -720,9 +720,11 @@ int em_bsrc_location(em_src *s, uint32_t id, em_arena_fn arena, void *ctx,
 int em_bsrc_stack(em_src *s, uint32_t id, em_arena_fn arena, void *ctx,
                   const uint32_t **locs, size_t *n);
 
-/* The content hash of node LOCAL of block source S, made on first need
-** and kept with the open block (engine/canon.c's em_bhash_node). */
-int em_src_node_hash(em_src *s, uint32_t local, em_h128 *out);
+/* The content hashes of nodes LOCAL[0..N) of block source S into OUT,
+** each made on first need and kept with the open block (engine/canon.c's
+** em_bhash_node). */
+int em_src_node_hashes(em_src *s, const uint32_t *local, size_t n,
+                       em_h128 *out);
 
 /* ---- canon.c: one stack, one id, across sources ---------------------------- */
 
@@ -735,10 +737,11 @@ typedef struct em_bhash em_bhash;
 int em_bhash_node(em_bhash **memo, const struct em_block_syms *y,
                   const struct em_block_info *in, uint32_t node, em_h128 *out);
 void em_bhash_free(em_bhash *b);
-/* The canonical virtual id of stack LOCAL of source SRC: the virtual id
-** under which R first met its content, and *VSRC the source it is in. */
-int em_canon_stack(em_rtxn *r, uint32_t src, uint32_t local, uint32_t *vid,
-                   uint32_t *vsrc);
+/* The canonical virtual ids of stacks LOCAL[0..N) of source SRC: each
+** the virtual id under which R first met its content, into VID, and the
+** source it is in, into VSRC. */
+int em_canon_stacks(em_rtxn *r, uint32_t src, const uint32_t *local,
+                    size_t n, uint32_t *vid, uint32_t *vsrc);
 void em_canon_free(em_canon *c);
 
 /* ---- catalog.c: the blocks a database holds ------------------------------ */
