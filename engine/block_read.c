@@ -309,7 +309,6 @@ out:
     return rc;
 }
 
-/* String S (LEN bytes) by bisection: strings strictly ascend. */
 /* String ID against S (LEN bytes), in the order strings are stored. */
 static int str_cmp(const em_block *b, uint32_t id, const char *s, size_t len)
 {
@@ -320,6 +319,7 @@ static int str_cmp(const em_block *b, uint32_t id, const char *s, size_t len)
     return r != 0 ? r : (ml > len) - (ml < len);
 }
 
+/* String S (LEN bytes) by bisection: strings strictly ascend. */
 static bool str_find(const em_block *b, const char *s, size_t len,
                      uint32_t *id)
 {
