@@ -68,6 +68,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -431,37 +432,65 @@ static void dataset_open(dataset *d, const opts *o, const gen_config *c,
     snprintf(d->config, sizeof d->config, "%s", config);
 }
 
-/* Drops the pages of FILE from the page cache. */
-static void evict_file(const char *file)
+/* Drops the pages of FILE from the page cache (COUNT false), or counts
+** those it holds (COUNT true), in pages. */
+static uint64_t cache_file(const char *file, bool count)
 {
+    struct stat st;
+    uint64_t n = 0;
     int fd, rc;
 
     if ((fd = open(file, O_RDONLY)) < 0)
         die("open %s: %s", file, strerror(errno));
-    rc = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    if (!count) {
+        rc = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+        close(fd);
+        if (rc != 0)
+            die("posix_fadvise %s: %s", file, strerror(rc));
+        return 0;
+    }
+    if (fstat(fd, &st) == 0 && st.st_size > 0) {
+        size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+        size_t np = ((size_t)st.st_size + pg - 1) / pg;
+        void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+        unsigned char *v = xmalloc(np);
+        if (m == MAP_FAILED || mincore(m, (size_t)st.st_size, v) != 0)
+            die("mincore %s: %s", file, strerror(errno));
+        for (size_t i = 0; i < np; i++)
+            n += v[i] & 1;
+        munmap(m, (size_t)st.st_size);
+        free(v);
+    }
     close(fd);
-    if (rc != 0)
-        die("posix_fadvise %s: %s", file, strerror(rc));
+    return n * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
-/* Drops the pages of PATH's data file and block files from the page cache. */
-static void evict(const char *path)
+/* PATH's data file and block files: dropped from the page cache, or the
+** bytes of them it holds counted (what a cold query read from disk). */
+static uint64_t cache_db(const char *path, bool count)
 {
     char file[4400];
     struct dirent *e;
+    uint64_t n;
     DIR *dir;
 
     snprintf(file, sizeof file, "%s/data.mdb", path);
-    evict_file(file);
+    n = cache_file(file, count);
     snprintf(file, sizeof file, "%s/blocks", path);
     if ((dir = opendir(file)) == NULL)
-        return;
+        return n;
     while ((e = readdir(dir)) != NULL)
         if (strstr(e->d_name, ".block") != NULL) {
             snprintf(file, sizeof file, "%s/blocks/%s", path, e->d_name);
-            evict_file(file);
+            n += cache_file(file, count);
         }
     closedir(dir);
+    return n;
+}
+
+static void evict(const char *path)
+{
+    cache_db(path, false);
 }
 
 /* ---- the queries ------------------------------------------------------------- */
@@ -845,6 +874,7 @@ enum { PATH_QUERY = 0, PATH_ENGINE = 1 };
 
 typedef struct timing {
     double wall, cpu;           /* medians, seconds; < 0: not measured */
+    double read;                /* cold-ish: bytes read from disk, median */
     answer ans;
     char err[200];              /* why it failed, "" when it did not */
 } timing;
@@ -885,6 +915,7 @@ static void time_warm(dataset *d, const bq *q, int path, int runs, timing *t)
     for (int u = 0; rc == EMBER_OK && u < WARMUP_RUNS; u++)
         rc = run_once(d->db, q, path, &w[0], &c[0], &t->ans);
     t->wall = t->cpu = -1;
+    t->read = 0;
     for (int r = 0; rc == EMBER_OK && r < runs; r++)
         rc = run_once(d->db, q, path, &w[r], &c[r], &t->ans);
     if (rc != EMBER_OK) {
@@ -899,7 +930,7 @@ static void time_warm(dataset *d, const bq *q, int path, int runs, timing *t)
 /* Cold-ish: per run, close, evict the data file, then open + query timed. */
 static void time_cold(dataset *d, const bq *q, int path, int runs, timing *t)
 {
-    double w[MAX_RUNS], c[MAX_RUNS];
+    double w[MAX_RUNS], c[MAX_RUNS], b[MAX_RUNS];
     int rc = EMBER_OK;
 
     t->wall = t->cpu = -1;
@@ -915,6 +946,7 @@ static void time_cold(dataset *d, const bq *q, int path, int runs, timing *t)
         rc = run_once(d->db, q, path, &qw, &qc, &t->ans);
         w[r] += qw;
         c[r] += qc;
+        b[r] = (double)cache_db(d->path, true);
     }
     if (rc != EMBER_OK) {
         snprintf(t->err, sizeof t->err, "%s: %s", ember_strerror(rc),
@@ -923,6 +955,7 @@ static void time_cold(dataset *d, const bq *q, int path, int runs, timing *t)
     }
     t->wall = median(w, runs);
     t->cpu = median(c, runs);
+    t->read = median(b, runs);
 }
 
 /* Samples Q's selector reads (its points; with a focus, those of the focus
@@ -1189,6 +1222,10 @@ static const char *time_cell(const timing *t, char *buf, size_t cap)
         snprintf(buf, cap, "failed (below)");
     else if (t->wall < 0)
         snprintf(buf, cap, "-");
+    else if (t->read > 0)
+        snprintf(buf, cap, "%s (wall %s, %.1f MB read)",
+                 ms_text(t->cpu, c, sizeof c), ms_text(t->wall, w, sizeof w),
+                 t->read / 1e6);
     else
         snprintf(buf, cap, "%s (wall %s)", ms_text(t->cpu, c, sizeof c),
                  ms_text(t->wall, w, sizeof w));

@@ -222,6 +222,15 @@ int em_block_chunks(em_block *b, uint32_t series, const em_bchunk **out,
 int em_block_chunk_bytes(em_block *b, const em_bchunk *c,
                          const uint8_t **bytes);
 
+/* Starts reading chunks C[0..N) (adjacent in the file, as one series'
+** are) from disk in one request: a block's mapping reads nothing ahead
+** by itself, so a reader names what it is about to read. */
+void em_block_prefetch(em_block *b, const em_bchunk *c, size_t n);
+
+/* The caller is about to read every chunk in order (compaction, verify):
+** the mapping reads ahead as the kernel does for any file. */
+void em_block_will_scan(em_block *b);
+
 /* Section I (below em_block_nsections) of the directory, for sizes:
 ** NAME is NULL for a newer writer's section this build does not know. */
 typedef struct em_bsection {

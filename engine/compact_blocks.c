@@ -331,8 +331,10 @@ static int open_all(em_cjob *j, const uint64_t *ids, size_t n, opened *o)
     for (size_t i = 0; i < n && rc == EMBER_OK; i++) {
         char path[4400];
         em_block_path(j->db, ids[i], path, sizeof path);
-        if ((rc = em_block_open(path, &o->b[i])) == EMBER_OK)
+        if ((rc = em_block_open(path, &o->b[i])) == EMBER_OK) {
+            em_block_will_scan(o->b[i]);
             o->n++;
+        }
     }
     return rc;
 }

@@ -292,19 +292,21 @@ static int scan_block(scan *s, uint32_t local, uint32_t series)
 {
     em_src *src = &s->r->src[s->src];
     uint8_t key[EM_CCACHE_KEY_LEN] = { 0 };
-    const em_bchunk *cs;
+    const em_bchunk *cs = NULL;
     em_block *b;
-    size_t n = 0;
+    size_t n = 0, i0 = 0, i1;
     int rc = em_src_block(src, &b);
 
     if (rc == EMBER_OK)
         rc = em_block_chunks(b, local, &cs, &n);
-
-    for (size_t i = 0; i < n && rc == EMBER_OK && cs[i].min_time <= s->to;
-         i++) {
+    while (i0 < n && cs[i0].max_time < s->from)
+        i0++;
+    for (i1 = i0; i1 < n && cs[i1].min_time <= s->to; i1++)
+        ;
+    if (i1 > i0)                    /* one read for the whole run */
+        em_block_prefetch(b, cs + i0, i1 - i0);
+    for (size_t i = i0; i < i1 && rc == EMBER_OK; i++) {
         const uint8_t *buf;
-        if (cs[i].max_time < s->from)
-            continue;
         em_put_be64(key, src->id);
         em_put_be64(key + 8, cs[i].offset);
         rc = em_block_chunk_bytes(b, &cs[i], &buf);
