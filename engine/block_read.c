@@ -118,14 +118,10 @@ typedef struct bcol {
 ** request: the mapping does no read-around (blk_map). */
 static void blk_prefetch(const em_block *b, uint64_t off, uint64_t len)
 {
-    uint64_t start = off & ~(uint64_t)4095, end = off + len;
-
     if (len == 0 || off >= b->size)
         return;
-    if (end > b->size)
-        end = b->size;
-    (void)madvise((void *)(b->map + start), (size_t)(end - start),
-                  MADV_WILLNEED);
+    em_willneed(b->map + off, (size_t)(len < b->size - off ? len
+                                                          : b->size - off));
 }
 
 static int col_inflate(em_block *b, const blk_sec *s, bcol *c)

@@ -411,6 +411,16 @@ typedef struct em_dl_lib {
 ** EMBER_OK, or EMBER_ENOTFOUND naming the library or function missing. */
 int em_dl_load(em_dl_lib *l);
 
+/* ---- reads of mapped files (engine/read.c) -------------------------------- */
+
+/* A page size to round mapped ranges by (the kernel's is no larger). */
+#define EM_PAGE_GUESS 4096u
+
+/* Asks the kernel to read the mapped bytes [P, P + LEN) from disk in one
+** request. LMDB's map and block files are mapped without read-ahead, so
+** without it each 4 KiB page of a chunk is a read of its own. */
+void em_willneed(const void *p, size_t len);
+
 /* ---- time and labels (engine/util.c) ------------------------------------- */
 
 /* Checks a label name against Prometheus rules; EMBER_OK or EINVAL. */

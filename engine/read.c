@@ -28,6 +28,7 @@
 ** touched.
 */
 #include <stdlib.h>
+#include <sys/mman.h>
 
 #include "engine/block.h"
 #include "engine/store.h"
@@ -76,6 +77,13 @@ static void chunk_unref(em_rtxn *r, chunk_ref *ref)
     memset(ref, 0, sizeof *ref);
 }
 
+void em_willneed(const void *p, size_t len)
+{
+    uintptr_t a = (uintptr_t)p & ~(uintptr_t)(EM_PAGE_GUESS - 1);
+
+    (void)madvise((void *)a, (uintptr_t)p + len - a, MADV_WILLNEED);
+}
+
 /* Looks a stored chunk up in the cache (sealed chunks only; a hit needs no
 ** checksum: the entry was decoded from bytes that passed it, and its key
 ** holds their stored checksum), else checks the checksum. REF->c.h is the
@@ -91,6 +99,8 @@ static int chunk_find(em_rtxn *r, const uint8_t *key, const uint8_t *buf,
     if (cc != NULL && !(ref->c.h.flags & EM_CHUNK_HEAD))
         ref->ent = em_ccache_get(cc, key, ref->crc, len, r->epoch, &ref->c);
     if (ref->ent == NULL) {
+        if (len > EM_PAGE_GUESS)   /* one read, not a fault per page */
+            em_willneed(buf, len);
         rc = em_chunk_crc_check(buf, len);
         ref->checked = rc == EMBER_OK;
     }
