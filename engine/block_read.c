@@ -1273,6 +1273,11 @@ static int lazy_run(em_block *b, lazy *lz, int (*load)(em_block *))
             em_err(rc, "%s", lz->msg != NULL ? lz->msg : "block: damaged");
     } else {
         rc = load(b);
+        /* a block reads its sections a few times in its life, and an
+        ** open block is held as long as the catalog names it: its zstd
+        ** context (96 KiB) is not kept idle between them */
+        ZSTD_freeDCtx(b->dctx);
+        b->dctx = NULL;
         if (rc != EMBER_ENOMEM) {
             lz->done = true;
             lz->rc = rc;
