@@ -189,6 +189,9 @@ typedef struct em_block_syms {
     const uint32_t *label_names, *label_values;   /* [nlabels], string ids */
 } em_block_syms;
 
+/* Bytes of the decoded tables B holds now (names, symbols, postings,
+** chunk index), for the handle's budget of open blocks. */
+size_t em_block_memory(em_block *b);
 /* The block's symbols, loaded (and checked) on first use, kept until
 ** close. */
 int em_block_symbols(em_block *b, const em_block_syms **out);

@@ -1307,6 +1307,38 @@ int em_block_symbols(em_block *b, const em_block_syms **out)
     return rc;
 }
 
+/* What group LZ holds once loaded, of the block's decoded tables. */
+static bool lazy_held(const lazy *lz)
+{
+    return lz->done && lz->rc == EMBER_OK;
+}
+
+size_t em_block_memory(em_block *b)
+{
+    const em_block_info *in = &b->info;
+    size_t n = 0;
+
+    pthread_mutex_lock(&b->mu);
+    if (lazy_held(&b->lz_names))
+        n += ((size_t)in->nstrings + 1) * sizeof *b->str_off +
+             b->str_off[in->nstrings] + in->nseries * sizeof *b->series +
+             (size_t)in->nlabels * 2 * sizeof *b->lname;
+    if (lazy_held(&b->lz_syms))
+        n += in->nmappings * sizeof *b->mappings +
+             in->nfunctions * sizeof *b->functions +
+             in->nlocations * sizeof *b->locations +
+             in->nlines * sizeof *b->lines +
+             (size_t)in->nnodes * 3 * sizeof *b->parent;
+    if (lazy_held(&b->lz_post))
+        n += (size_t)b->npost * (2 * sizeof *b->pname + sizeof *b->pfirst) +
+             b->pfirst[b->npost] * sizeof *b->pseries;
+    if (lazy_held(&b->lz_idx))
+        n += in->nchunks * sizeof *b->chunks +
+             ((size_t)in->nseries + 2) * sizeof *b->sfirst;
+    pthread_mutex_unlock(&b->mu);
+    return n;
+}
+
 static int load_all_post(em_block *b)
 {
     int rc = lazy_run(b, &b->lz_names, load_names);

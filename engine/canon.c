@@ -85,7 +85,7 @@ struct em_bhash {
     em_h128 *h;                     /* strings, mappings, functions,
                                     ** locations, nodes: at off[kind] */
     uint8_t *done;
-    size_t off[5];
+    size_t off[5], all;             /* all: the symbols, every kind */
     uint32_t *path;                 /* scratch: a node's unhashed ancestors */
     size_t npath;
 };
@@ -102,6 +102,14 @@ void em_bhash_free(em_bhash *b)
     em_free(b);
 }
 
+size_t em_bhash_memory(const em_bhash *b)
+{
+    if (b == NULL)
+        return 0;
+    return sizeof *b + (b->all + 1) * (sizeof *b->h + sizeof *b->done) +
+           b->npath * sizeof *b->path;
+}
+
 static int bhash_make(const em_block_info *in, em_bhash **out)
 {
     size_t n[5] = { in->nstrings, in->nmappings, in->nfunctions,
@@ -113,6 +121,7 @@ static int bhash_make(const em_block_info *in, em_bhash **out)
         all += n[k];
     }
     if (b != NULL) {
+        b->all = all;
         b->h = em_malloc((all + 1) * sizeof *b->h);
         b->done = em_calloc(all + 1, 1);
     }

@@ -1066,6 +1066,137 @@ static int chunk_parts(em_codec *c, const uint8_t *buf, size_t len,
     return EMBER_OK;
 }
 
+/* Skips N varints from *P: each ends at a byte below 0x80. Eight bytes at
+** a time while fewer than N end in them, then byte by byte. */
+static bool vskip(const uint8_t **p, const uint8_t *end, uint64_t n)
+{
+    const uint8_t *q = *p;
+
+    while (n > 0 && end - q >= 8) {
+        uint64_t w;
+        memcpy(&w, q, 8);
+        unsigned ends = (unsigned)__builtin_popcountll(
+            ~w & 0x8080808080808080ull);
+        if (ends >= n)
+            break;
+        n -= ends;
+        q += 8;
+    }
+    for (; n > 0 && q < end; q++)
+        n -= *q < 0x80;
+    *p = q;
+    return n == 0;
+}
+
+/* The kept runs' profile indexes, from the opened profiles column R. */
+static int kept_profiles(col_rd *r, const em_chunk *ch, const em_kept *kept,
+                         uint32_t n, uint32_t *prof)
+{
+    const uint8_t *p = r->p;
+    uint64_t at = 0;                /* the sample P stands at */
+
+    for (uint32_t k = 0; k < n; k++) {
+        int why = vskip(&p, r->end, kept[k].at - at) ? PROF_OK : PROF_VARINT;
+        if (why == PROF_OK)
+            why = dec_profile_run(&p, r->end, kept[k].n, ch->h.nprofiles,
+                                  prof + kept[k].at);
+        if (why != PROF_OK)
+            return EM_CORRUPT("chunk: profiles column: stack %" PRIu32
+                              ": %s", kept[k].stack,
+                              why == PROF_VARINT ? "bad varint"
+                                                 : "index past the profiles");
+        at = (uint64_t)kept[k].at + kept[k].n;
+    }
+    return EMBER_OK;
+}
+
+/* The kept runs' values, from the opened values column R. */
+static int kept_values(col_rd *r, const em_kept *kept, uint32_t n,
+                       int64_t *val, bool *small)
+{
+    const uint8_t *p = r->p;
+    uint64_t at = 0, wide = 0, u;
+
+    for (uint32_t k = 0; k < n; k++) {
+        uint64_t e = (uint64_t)kept[k].at + kept[k].n;
+        int64_t v = 0;
+        if (!vskip(&p, r->end, kept[k].at - at))
+            return EM_CORRUPT("chunk: values column: bad varint before "
+                              "sample %" PRIu32, kept[k].at);
+        for (uint64_t j = kept[k].at; j < e; j++) {
+            if (!vget(&p, r->end, &u))
+                return EM_CORRUPT("chunk: values column: stack %" PRIu32
+                                  ": bad varint at sample %" PRIu64,
+                                  kept[k].stack, j);
+            v = em_add_wrap(v, em_unzigzag(u));
+            val[j] = v;
+            wide |= (uint64_t)v + (1ull << 31);
+        }
+        at = e;
+    }
+    *small = (wide >> 32) == 0;
+    return EMBER_OK;
+}
+
+/* Checks that KEPT's runs are those of CH's stacks, in order. */
+static int kept_check(const em_chunk *ch, const em_kept *kept, uint32_t n)
+{
+    uint64_t at = 0;
+
+    for (uint32_t k = 0; k < n; k++) {
+        if (kept[k].at < at || (uint64_t)kept[k].at + kept[k].n >
+                                   ch->h.nsamples)
+            return em_err(EMBER_EINVAL, "chunk decode: kept run %" PRIu32
+                          " out of order or past the samples", k);
+        at = (uint64_t)kept[k].at + kept[k].n;
+    }
+    return EMBER_OK;
+}
+
+int em_chunk_decode_kept(em_codec *c, const uint8_t *buf, size_t len,
+                         unsigned parts, em_chunk *ch, const em_kept *kept,
+                         uint32_t n, void **mem, size_t *bytes)
+{
+    em_codec *tmp = NULL;
+    col_ref d[CHUNK_NCOLS];
+    em_chunk t = *ch;
+    col_rd r;
+    int rc = EMBER_OK;
+
+    *mem = NULL;
+    *bytes = 0;
+    if ((parts & ~(unsigned)(EM_PART_VALUES | EM_PART_PROFILES)) ||
+        ch->stack_start == NULL || (em_chunk_parts(ch) & parts))
+        return em_err(EMBER_EINVAL, "chunk decode: kept runs of parts %#x",
+                      parts);
+    if (c == NULL)
+        rc = em_codec_new(&tmp), c = tmp;
+    if (rc == EMBER_OK)
+        rc = kept_check(ch, kept, n);
+    if (rc == EMBER_OK)
+        rc = dir_read(buf, len, &t.h, d);
+    if (rc == EMBER_OK)
+        rc = parts_alloc(&t, parts, mem, bytes);
+    if (rc == EMBER_OK && (parts & EM_PART_PROFILES) &&
+        (rc = col_open(c, &d[COL_PROFILES], COL_PROFILES, &r)) == EMBER_OK)
+        rc = kept_profiles(&r, &t, kept, n, t.sample_profile);
+    if (rc == EMBER_OK && (parts & EM_PART_VALUES) &&
+        (rc = col_open(c, &d[COL_VALUES], COL_VALUES, &r)) == EMBER_OK)
+        rc = kept_values(&r, kept, n, t.sample_value, &t.small_values);
+    if (c != NULL)
+        codec_trim(c);
+    em_codec_free(tmp);
+    if (rc != EMBER_OK) {
+        em_free(*mem);
+        *mem = NULL;
+        *bytes = 0;
+        return rc;
+    }
+    t.mem = ch->mem;
+    *ch = t;
+    return EMBER_OK;
+}
+
 int em_chunk_decode_parts(em_codec *c, const uint8_t *buf, size_t len,
                           unsigned parts, em_chunk *ch, void **mem,
                           size_t *bytes)

@@ -130,6 +130,24 @@ int em_chunk_crc_check(const uint8_t *buf, size_t len);
 int em_chunk_decode_parts(em_codec *c, const uint8_t *buf, size_t len,
                           unsigned parts, em_chunk *ch, void **mem,
                           size_t *bytes);
+/* One stack of a chunk that a focus or ignore keeps: its id and its run
+** of samples, [at, at + n) (a chunk holds at most 2^28 samples). */
+typedef struct em_kept {
+    uint32_t stack, at, n;
+} em_kept;
+
+/* Decodes of PARTS (EM_PART_VALUES, EM_PART_PROFILES) the samples of the
+** N runs KEPT alone (ascending, disjoint), skipping the other stacks'
+** varints: a focus reading a chunk the cache will not keep needs a few
+** stacks of it, not the whole. CH must hold STACKS and lack PARTS; the
+** arrays, of the chunk's every sample, live in *MEM (*BYTES) and only the
+** kept runs' slots are set, so CH serves reads of those runs alone and
+** must not be cached; the totals are not checked against the values (the
+** checksum, checked by the caller, covers the bytes). On failure CH is
+** unchanged and *MEM NULL. C may be NULL. */
+int em_chunk_decode_kept(em_codec *c, const uint8_t *buf, size_t len,
+                         unsigned parts, em_chunk *ch, const em_kept *kept,
+                         uint32_t n, void **mem, size_t *bytes);
 /* Which parts CH holds (its arrays that are not NULL). */
 unsigned em_chunk_parts(const em_chunk *ch);
 /* Copies into DST the array pointers of PARTS from SRC. */

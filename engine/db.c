@@ -21,6 +21,7 @@
 #define EM_MAP_HEADROOM (64ull << 20)   /* grow when less than this is free */
 #define EM_GROW_WAIT_S 30
 #define EM_DEFAULT_CACHE (256ull << 20)
+#define EM_DEFAULT_BLOCK_CACHE (256ull << 20)
 #define EM_MAX_READERS 1024
 
 const char *const em_dbi_names[EM_D_COUNT] = {
@@ -450,6 +451,10 @@ static void opts_defaults(ember_db *db, const ember_open_opts *in)
         o->zstd_level = 3;
     if (o->cache_bytes == 0)
         o->cache_bytes = EM_DEFAULT_CACHE;
+    if (o->block_cache_bytes == 0)
+        o->block_cache_bytes = EM_DEFAULT_BLOCK_CACHE;
+    else if (o->block_cache_bytes == EMBER_CACHE_OFF)
+        o->block_cache_bytes = 0;   /* keep no idle block */
 }
 
 /* Creates DIR unless it exists or the options forbid it. */

@@ -208,6 +208,34 @@ static int stacks_check(const scan *s, const em_chunk *c)
     return EMBER_OK;
 }
 
+/* The samples of the NKEPT runs S->kept of a chunk the cache did not keep
+** (a first read, or no room): decoded for this read alone, the other
+** stacks' varints skipped, as a cold focus reads a few stacks a chunk. */
+static int chunk_kept_only(scan *s, const uint8_t *buf, size_t len,
+                           unsigned want, chunk_ref *ref, uint32_t nkept)
+{
+    const unsigned samples = EM_PART_VALUES | EM_PART_PROFILES;
+    unsigned add = want & samples & ~em_chunk_parts(&ref->c);
+    void *mem = NULL;
+    size_t bytes;
+    int rc = EMBER_OK;
+
+    if (add == 0)
+        return EMBER_OK;
+    if (!ref->checked)
+        rc = em_chunk_crc_check(buf, len);
+    ref->checked = rc == EMBER_OK;
+    if (rc == EMBER_OK) {
+        em_budget *b = em_budget_swap(NULL);
+        rc = em_chunk_decode_kept(s->r->codec, buf, len, add, &ref->c,
+                                  s->kept, nkept, &mem, &bytes);
+        em_budget_swap(b);
+    }
+    if (rc == EMBER_OK)
+        ref->own[ref->own[0] != NULL] = mem;
+    return rc;
+}
+
 /* Decodes what the scan needs of one stored chunk, found (chunk_find)
 ** into REF; *SKIP when it lies outside the range. With a focus or ignore,
 ** *NKEPT stacks of it are kept (S->kept): the chunk's stack ids come
@@ -239,7 +267,8 @@ static int scan_load(scan *s, const uint8_t *key, const uint8_t *buf,
     if (rc == EMBER_OK)
         rc = chunk_kept(s, ref, nkept);
     if (rc == EMBER_OK && *nkept > 0)
-        rc = chunk_complete(s->r, key, buf, len, want, ref);
+        rc = ref->ent == NULL ? chunk_kept_only(s, buf, len, want, ref, *nkept)
+                              : chunk_complete(s->r, key, buf, len, want, ref);
     return rc;
 }
 

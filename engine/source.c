@@ -29,7 +29,10 @@ struct em_bhold {
     em_block *b;
     uint64_t id;
     unsigned refs;                  /* snapshots reading it, and the list */
-    bool stale;                     /* off the list: compaction removed it */
+    bool stale;                     /* off the list: compaction removed it,
+                                    ** or the budget dropped it */
+    uint64_t idle_since;            /* db->btick when it last went idle */
+    size_t idle_bytes;              /* what it held then */
     pthread_mutex_t mu;             /* guards hashes' making */
     em_bhash *hashes;               /* content hashes made so far */
 };
@@ -52,10 +55,63 @@ static void bhold_unref_locked(ember_db *db, em_bhold *h)
     em_free(h);
 }
 
+/* What H's block holds decoded, and its content hashes: H idle or under
+** h->mu, or the hashes may grow meanwhile. */
+static size_t bhold_bytes(const em_bhold *h)
+{
+    return em_block_memory(h->b) + em_bhash_memory(h->hashes);
+}
+
+/* Drops the idle blocks (read by no snapshot, held by the list alone)
+** that went idle longest ago until what the idle ones hold fits the
+** handle's budget: a server that has read every block of a month keeps
+** what it reads most, not the month. A later read opens a dropped block
+** again. */
+static void blocks_trim_locked(ember_db *db)
+{
+    for (;;) {
+        uint64_t idle = 0;
+        em_bhold *oldest = NULL, **at = NULL;
+        for (em_bhold **p = &db->bopen; *p != NULL; p = &(*p)->next) {
+            em_bhold *h = *p;
+            if (h->refs != 1)
+                continue;
+            idle += h->idle_bytes;
+            if (oldest == NULL || h->idle_since < oldest->idle_since)
+                oldest = h, at = p;
+        }
+        if (oldest == NULL || idle <= db->opts.block_cache_bytes)
+            return;
+        *at = oldest->next;
+        oldest->stale = true;       /* off the list: found by no one */
+        bhold_unref_locked(db, oldest);
+    }
+}
+
 static void bhold_unref(ember_db *db, em_bhold *h)
 {
     pthread_mutex_lock(&db->bmu);
-    bhold_unref_locked(db, h);
+    if (h->refs == 2 && !h->stale) {    /* the caller's, the list's */
+        h->idle_since = ++db->btick;
+        h->idle_bytes = bhold_bytes(h);
+        bhold_unref_locked(db, h);
+        blocks_trim_locked(db);
+    } else {
+        bhold_unref_locked(db, h);
+    }
+    pthread_mutex_unlock(&db->bmu);
+}
+
+void em_blocks_memory(ember_db *db, uint64_t *open, uint64_t *bytes)
+{
+    *open = *bytes = 0;
+    pthread_mutex_lock(&db->bmu);
+    for (em_bhold *h = db->bopen; h != NULL; h = h->next) {
+        pthread_mutex_lock(&h->mu);
+        *bytes += bhold_bytes(h);
+        pthread_mutex_unlock(&h->mu);
+        (*open)++;
+    }
     pthread_mutex_unlock(&db->bmu);
 }
 

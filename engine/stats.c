@@ -82,6 +82,7 @@ static void cache_stats(ember_db *db, ember_stats *out)
     out->cache_misses = ci.misses;
     out->cache_bytes = ci.bytes;
     out->cache_entries = ci.entries;
+    em_blocks_memory(db, &out->blocks_open, &out->blocks_open_bytes);
 }
 
 static int block_stats(void *ctx, const em_catalog_rec *rec)

@@ -91,12 +91,6 @@ bool em_icache_get_lfn(const em_icache *c, uint32_t loc,
 void em_icache_clear(em_icache *c);
 void em_icache_free(em_icache *c);
 
-/* One stack of a chunk that a focus or ignore keeps: its id and its run
-** of samples, [at, at + n) (a chunk holds at most 2^28 samples). */
-typedef struct em_kept {
-    uint32_t stack, at, n;
-} em_kept;
-
 /* The decoded-chunk cache (engine/ccache.c). Its keys name a stored chunk
 ** for as long as it exists: 8 bytes of source (0: the head; else a block
 ** id, big-endian) and 16 of place (the head's chunk key; a block's file
@@ -310,6 +304,7 @@ struct ember_db {
     em_mpool mpool;                 /* idle merge buffers */
     pthread_mutex_t bmu;            /* the blocks held open: */
     em_bhold *bopen;                /* a list, by catalog id */
+    uint64_t btick;                 /* counts blocks going idle (LRU) */
     unsigned format;                /* the file's format version: 1 only
                                     ** read-only (no checksums), else 2 */
     em_map map;                     /* data.mdb in memory (lmdbval.c) */
@@ -683,6 +678,9 @@ int em_sources_open(em_rtxn *r, bool blocks);
 void em_sources_close(em_rtxn *r);
 /* Closes every block the handle holds (at ember_close). */
 void em_blocks_release(ember_db *db);
+/* The blocks the handle holds open, and the bytes of their decoded tables
+** and content hashes (ember_stats). */
+void em_blocks_memory(ember_db *db, uint64_t *open, uint64_t *bytes);
 /* The source *SRC and local id *LOCAL of virtual id VID of TABLE;
 ** EMBER_ENOTFOUND past every source. */
 int em_src_find(const em_rtxn *r, int table, uint32_t vid, uint32_t *src,
@@ -737,6 +735,8 @@ typedef struct em_bhash em_bhash;
 int em_bhash_node(em_bhash **memo, const struct em_block_syms *y,
                   const struct em_block_info *in, uint32_t node, em_h128 *out);
 void em_bhash_free(em_bhash *b);
+/* Bytes B holds (0 for NULL), for the handle's budget of open blocks. */
+size_t em_bhash_memory(const em_bhash *b);
 /* The canonical virtual ids of stacks LOCAL[0..N) of source SRC: each
 ** the virtual id under which R first met its content, into VID, and the
 ** source it is in, into VSRC. */

@@ -90,6 +90,11 @@ typedef struct ember_open_opts {
     uint64_t cache_bytes;       /* memory for decoded sealed chunks, shared
                                 ** by the handle's readers (LRU);
                                 ** 0: 256 MiB; EMBER_CACHE_OFF: none */
+    uint64_t block_cache_bytes; /* memory for the decoded symbols, postings
+                                ** and indexes of blocks no query is
+                                ** reading (LRU; a block being read is
+                                ** held whatever this says); 0: 256 MiB;
+                                ** EMBER_CACHE_OFF: none */
 } ember_open_opts;
 
 /* ember_open_opts.cache_bytes: decode every chunk on every read. */
@@ -635,6 +640,9 @@ typedef struct ember_stats {
     ** A series stored in several blocks counts once per block. */
     uint64_t blocks, block_bytes;
     uint64_t block_series, block_profiles, block_samples, block_stacks;
+    /* Blocks the handle holds open, and the memory of their decoded
+    ** tables (ember_open_opts.block_cache_bytes bounds the idle ones). */
+    uint64_t blocks_open, blocks_open_bytes;
 } ember_stats;
 
 EMBER_API int ember_stats_get(ember_db *db, ember_stats *out);

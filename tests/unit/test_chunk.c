@@ -496,6 +496,127 @@ static void test_random_zipf(void **state)
     em_codec_free(c);
 }
 
+/* KEPT, the runs of every stack of CH that RNG picks (one in FRAC). */
+static uint32_t pick_runs(const em_chunk *ch, uint64_t *rng, uint32_t frac,
+                          em_kept *kept)
+{
+    uint32_t n = 0;
+
+    for (uint32_t i = 0; i < ch->h.nstacks; i++)
+        if (frac <= 1 || rng_next(rng) % frac == 0)
+            kept[n++] = (em_kept){ ch->stacks[i],
+                                   (uint32_t)ch->stack_start[i],
+                                   (uint32_t)(ch->stack_start[i + 1] -
+                                              ch->stack_start[i]) };
+    return n;
+}
+
+/* Decoding only some stacks' runs gives, in those runs, what a whole
+** decode gives; raw and zstd columns, none, some and every stack. */
+static void test_decode_kept(void **state)
+{
+    em_codec *c;
+    tset t;
+
+    (void)state;
+    assert_int_equal(em_codec_new(&c), EMBER_OK);
+    for (uint64_t seed = 300; seed < 330; seed++) {
+        em_buf b = { 0 };
+        em_chunk all, part;
+        uint64_t rng = seed;
+        void *mem = NULL, *kmem = NULL;
+        size_t bytes, kbytes;
+        em_kept *kept;
+        uint32_t n;
+
+        gen_random(&t, seed, 1 + (size_t)(seed * 13 % 400), 1 + seed % 300,
+                   seed % 2 ? GEN_WILD : 0);
+        assert_int_equal(em_chunk_encode(c, t.ps, t.np, 0, (int)(seed % 3) - 1,
+                                         &b), EMBER_OK);
+        assert_int_equal(em_chunk_decode(c, b.p, b.len, EM_COL_ALL, &all),
+                         EMBER_OK);
+        memset(&part, 0, sizeof part);
+        assert_int_equal(em_chunk_header_read(b.p, b.len, &part.h), EMBER_OK);
+        assert_int_equal(em_chunk_decode_parts(c, b.p, b.len, EM_PART_STACKS,
+                                               &part, &mem, &bytes),
+                         EMBER_OK);
+        kept = malloc((part.h.nstacks + 1) * sizeof *kept);
+        assert_non_null(kept);
+        n = pick_runs(&part, &rng, (uint32_t)(seed % 4), kept);
+        if (seed % 7 == 0)
+            n = 0;
+        assert_int_equal(em_chunk_decode_kept(seed % 5 ? c : NULL, b.p, b.len,
+                                              EM_PART_VALUES |
+                                                  EM_PART_PROFILES,
+                                              &part, kept, n, &kmem, &kbytes),
+                         EMBER_OK);
+        for (uint32_t k = 0; k < n; k++)
+            for (uint32_t j = kept[k].at; j < kept[k].at + kept[k].n; j++) {
+                assert_int_equal(part.sample_value[j], all.sample_value[j]);
+                assert_int_equal(part.sample_profile[j],
+                                 all.sample_profile[j]);
+            }
+        /* the parts it holds are not decoded again */
+        assert_int_equal(em_chunk_decode_kept(c, b.p, b.len, EM_PART_VALUES,
+                                              &part, kept, n, &mem, &bytes),
+                         EMBER_EINVAL);
+        free(kmem);
+        free(kept);
+        em_chunk_release(&all);
+        em_buf_free(&b);
+        tset_free(&t);
+    }
+    em_codec_free(c);
+}
+
+/* Damaged values and profiles columns (past the checksum, which the
+** caller checks) are reported, never read past: every bit flip of a small
+** chunk decodes or is an error naming the damage (or an encoding this
+** build does not know). */
+static void test_decode_kept_damage(void **state)
+{
+    em_buf b = { 0 };
+    em_chunk part;
+    em_kept kept[1024];
+    uint64_t rng = 5;
+    size_t bytes, kbytes;
+    void *mem = NULL, *kmem = NULL;
+    uint32_t n;
+    tset t;
+
+    (void)state;
+    gen_random(&t, 41, 40, 60, GEN_WILD);
+    assert_int_equal(em_chunk_encode(NULL, t.ps, t.np, 0, -1, &b), EMBER_OK);
+    memset(&part, 0, sizeof part);
+    assert_int_equal(em_chunk_header_read(b.p, b.len, &part.h), EMBER_OK);
+    assert_int_equal(em_chunk_decode_parts(NULL, b.p, b.len, EM_PART_STACKS,
+                                           &part, &mem, &bytes), EMBER_OK);
+    assert_true(part.h.nstacks <= 1024);
+    n = pick_runs(&part, &rng, 2, kept);
+    for (size_t i = 0; i < b.len; i++)
+        for (int bit = 0; bit < 8; bit++) {
+            uint8_t *q = malloc(b.len);
+            em_chunk view = part;
+            int rc;
+            assert_non_null(q);
+            memcpy(q, b.p, b.len);
+            q[i] ^= (uint8_t)(1u << bit);
+            rc = em_chunk_decode_kept(NULL, q, b.len,
+                                      EM_PART_VALUES | EM_PART_PROFILES,
+                                      &view, kept, n, &kmem, &kbytes);
+            if (rc != EMBER_OK && rc != EMBER_ECORRUPT && rc != EMBER_EFORMAT)
+                fail_msg("byte %zu bit %d: %d %s", i, bit, rc, em_errmsg());
+            if (rc != EMBER_OK)
+                assert_null(kmem);
+            free(kmem);
+            kmem = NULL;
+            free(q);
+        }
+    free(mem);
+    em_buf_free(&b);
+    tset_free(&t);
+}
+
 /* A large chunk compresses its columns, and compressed columns decode. */
 static void test_zstd_columns(void **state)
 {
@@ -1157,6 +1278,8 @@ int main(void)
         cmocka_unit_test(test_unsorted_input),
         cmocka_unit_test(test_empty_profiles),
         cmocka_unit_test(test_random_zipf),
+        cmocka_unit_test(test_decode_kept),
+        cmocka_unit_test(test_decode_kept_damage),
         cmocka_unit_test(test_zstd_columns),
         cmocka_unit_test(test_header_read),
         cmocka_unit_test(test_byte_flips),

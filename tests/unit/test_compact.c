@@ -517,6 +517,57 @@ static void test_lazy_open(void **state)
     tu_rmdir(dir);
 }
 
+/* A handle keeps the blocks no query reads within its budget, dropping
+** the least recently read first, and answers the same whatever it kept:
+** no budget keeps every block read, EMBER_CACHE_OFF none, one of about a
+** block and a half keeps at least one and stays within it. */
+static void test_block_budget(void **state)
+{
+    char *dir = tu_tmpdir("compact_budget");
+    ember_db *db = tu_open(dir, 0);
+    const char *q[] = { "merge(" CPU ")", "focus(merge(" CPU "), \"fn_1\")" };
+    uint64_t budgets[3] = { 0, EMBER_CACHE_OFF, 0 }, per_block = 0;
+    char *want[2];
+
+    (void)state;
+    feed(db, 0, 8 * 60);
+    compact_apart(db, T0 + 9 * HOUR_MS);
+    for (int i = 0; i < 2; i++)
+        want[i] = answer_in(db, q[i], T0, T0 + 8 * HOUR_MS);
+    ember_close(db);
+    for (int k = 0; k < 3; k++) {
+        ember_open_opts o = { .sz = sizeof o,
+                              .block_cache_bytes = budgets[k] };
+        ember_stats st = { .sz = sizeof st };
+        assert_int_equal(ember_open(dir, &o, &db), EMBER_OK);
+        for (int round = 0; round < 2; round++)
+            for (int i = 0; i < 2; i++) {
+                char *got = answer_in(db, q[i], T0, T0 + 8 * HOUR_MS);
+                assert_string_equal(got, want[i]);
+                free(got);
+            }
+        assert_int_equal(ember_stats_get(db, &st), EMBER_OK);
+        assert_true(st.blocks >= 4);
+        if (k == 0) {
+            assert_int_equal(st.blocks_open, st.blocks);
+            assert_true(st.blocks_open_bytes > 0);
+            per_block = st.blocks_open_bytes / st.blocks_open;
+            budgets[2] = per_block + per_block / 2;
+        } else if (k == 1) {
+            assert_int_equal(st.blocks_open, 0);
+            assert_int_equal(st.blocks_open_bytes, 0);
+        } else {
+            assert_true(st.blocks_open >= 1);
+            assert_true(st.blocks_open < st.blocks);
+            assert_true(st.blocks_open_bytes <= budgets[2]);
+        }
+        ember_close(db);
+    }
+    free(want[0]);
+    free(want[1]);
+    tu_rmdir(dir);
+}
+
 /* The catalog's records of version 1 (72 bytes, no table sizes), as
 ** databases compacted before version 2 hold them. */
 static int v1_collect(void *ctx, const em_catalog_rec *rec)
@@ -909,6 +960,7 @@ int main(void)
         cmocka_unit_test(test_downsample),
         cmocka_unit_test(test_zstd_level),
         cmocka_unit_test(test_lazy_open),
+        cmocka_unit_test(test_block_budget),
         cmocka_unit_test(test_catalog_v1),
         cmocka_unit_test(test_concurrent),
         cmocka_unit_test(test_kill),
