@@ -524,7 +524,7 @@ static void test_decode_kept(void **state)
         em_buf b = { 0 };
         em_chunk all, part;
         uint64_t rng = seed;
-        void *mem = NULL, *kmem = NULL;
+        void *mem = NULL, *kmem = NULL, *kmem2 = NULL;
         size_t bytes, kbytes;
         em_kept *kept;
         uint32_t n;
@@ -558,9 +558,12 @@ static void test_decode_kept(void **state)
             }
         /* the parts it holds are not decoded again */
         assert_int_equal(em_chunk_decode_kept(c, b.p, b.len, EM_PART_VALUES,
-                                              &part, kept, n, &mem, &bytes),
+                                              &part, kept, n, &kmem2,
+                                              &kbytes),
                          EMBER_EINVAL);
+        assert_null(kmem2);
         free(kmem);
+        free(mem);
         free(kept);
         em_chunk_release(&all);
         em_buf_free(&b);
