@@ -1067,7 +1067,9 @@ static int chunk_parts(em_codec *c, const uint8_t *buf, size_t len,
 }
 
 /* Skips N varints from *P: each ends at a byte below 0x80. Eight bytes at
-** a time while fewer than N end in them, then byte by byte. */
+** a time while fewer than N end in them, then byte by byte. The ends of a
+** word are counted by a multiply, the build not assuming a popcount
+** instruction. */
 static bool vskip(const uint8_t **p, const uint8_t *end, uint64_t n)
 {
     const uint8_t *q = *p;
@@ -1075,8 +1077,8 @@ static bool vskip(const uint8_t **p, const uint8_t *end, uint64_t n)
     while (n > 0 && end - q >= 8) {
         uint64_t w;
         memcpy(&w, q, 8);
-        unsigned ends = (unsigned)__builtin_popcountll(
-            ~w & 0x8080808080808080ull);
+        unsigned ends = (unsigned)((((~w & 0x8080808080808080ull) >> 7) *
+                                    0x0101010101010101ull) >> 56);
         if (ends >= n)
             break;
         n -= ends;

@@ -56,6 +56,13 @@ typedef struct scan {
     ** (from, to set in the scan); NULL: nothing to do. */
     int (*source_fn)(void *ctx, uint32_t src, int64_t from, int64_t to);
     uint32_t src;                   /* the source being read */
+    /* A block series' chunks in the range from the one being read on,
+    ** asked from disk in one request at the first the cache misses: a
+    ** warm scan asks for nothing (block_read.c maps without read-ahead). */
+    em_block *ahead;                /* NULL: not reading a block */
+    const em_bchunk *ahead_c;
+    size_t ahead_n;
+    bool ahead_asked;
 } scan;
 
 /* A chunk as a scan hands it out: the decoded arrays and what keeps them
@@ -88,9 +95,10 @@ void em_willneed(const void *p, size_t len)
 ** checksum: the entry was decoded from bytes that passed it, and its key
 ** holds their stored checksum), else checks the checksum. REF->c.h is the
 ** chunk's header either way. */
-static int chunk_find(em_rtxn *r, const uint8_t *key, const uint8_t *buf,
+static int chunk_find(scan *s, const uint8_t *key, const uint8_t *buf,
                       size_t len, chunk_ref *ref)
 {
+    em_rtxn *r = s->r;
     em_ccache *cc = r->db->ccache;
     int rc = em_chunk_header_peek(buf, len, &ref->c.h, &ref->crc);
 
@@ -99,8 +107,13 @@ static int chunk_find(em_rtxn *r, const uint8_t *key, const uint8_t *buf,
     if (cc != NULL && !(ref->c.h.flags & EM_CHUNK_HEAD))
         ref->ent = em_ccache_get(cc, key, ref->crc, len, r->epoch, &ref->c);
     if (ref->ent == NULL) {
-        if (len > EM_PAGE_GUESS)   /* one read, not a fault per page */
+        if (s->ahead != NULL) {
+            if (!s->ahead_asked)
+                em_block_prefetch(s->ahead, s->ahead_c, s->ahead_n);
+            s->ahead_asked = true;
+        } else if (len > EM_PAGE_GUESS) {  /* one read, not a fault a page */
             em_willneed(buf, len);
+        }
         rc = em_chunk_crc_check(buf, len);
         ref->checked = rc == EMBER_OK;
     }
@@ -289,7 +302,7 @@ static int scan_one(scan *s, uint32_t series, const uint8_t *key,
         return rc;
     memset(&ref, 0, sizeof ref);
     b = em_budget_swap(NULL);
-    rc = chunk_find(s->r, key, buf, len, &ref);
+    rc = chunk_find(s, key, buf, len, &ref);
     em_budget_swap(b);
     if (rc == EMBER_OK)
         rc = scan_load(s, key, buf, len, &ref, &skip, &nkept);
@@ -342,10 +355,12 @@ static int scan_block(scan *s, uint32_t local, uint32_t series)
         i0++;
     for (i1 = i0; i1 < n && cs[i1].min_time <= s->to; i1++)
         ;
-    if (i1 > i0)                    /* one read for the whole run */
-        em_block_prefetch(b, cs + i0, i1 - i0);
+    s->ahead = b;
+    s->ahead_asked = false;
     for (size_t i = i0; i < i1 && rc == EMBER_OK; i++) {
         const uint8_t *buf;
+        s->ahead_c = cs + i;
+        s->ahead_n = i1 - i;
         em_put_be64(key, src->id);
         em_put_be64(key + 8, cs[i].offset);
         rc = em_block_chunk_bytes(b, &cs[i], &buf);
@@ -356,6 +371,7 @@ static int scan_block(scan *s, uint32_t local, uint32_t series)
                           (unsigned long long)src->id,
                           (unsigned long long)cs[i].offset, local);
     }
+    s->ahead = NULL;
     return rc;
 }
 
@@ -1520,7 +1536,7 @@ static int merge_acc_run(merge_acc *m, query *q)
                EM_PART_TIMES | EM_PART_STACKS | EM_PART_VALUES |
                (q->filtered ? EM_PART_TOTALS : 0),
                EM_PART_PROFILES, merge_chunk, m, NULL, 0, NULL, 0,
-               merge_source, 0 };
+               merge_source, 0, NULL, NULL, 0, false };
     int rc;
 
     m->q = q;
@@ -2088,7 +2104,8 @@ static int totals_run(query *q, ember_totals **out)
         scan s = { q->r, q->from, q->to,
                    EM_PART_TIMES | (q->filtered ? EM_PART_STACKS |
                    EM_PART_VALUES | EM_PART_PROFILES : EM_PART_TOTALS), 0,
-                   tot_chunk, &a, NULL, 0, NULL, 0, tot_source, 0 };
+                   tot_chunk, &a, NULL, 0, NULL, 0, tot_source, 0, NULL,
+                   NULL, 0, false };
         rc = scan_all(&s, q);
         em_free(s.kept);
     }
@@ -2265,7 +2282,7 @@ static int part_cmp(const void *a, const void *b)
 static int iter_load(struct ember_iter *it)
 {
     scan s = { it->q.r, it->q.from, it->q.to, EM_PART_ALL, 0, iter_chunk,
-               it, NULL, 0, NULL, 0, NULL, 0 };
+               it, NULL, 0, NULL, 0, NULL, 0, NULL, NULL, 0, false };
     int rc = EMBER_OK;
 
     iter_series_clear(&it->cur);
