@@ -19,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
-#include <zlib.h>
 #include <zstd.h>
 #include <zstd_errors.h>
 
@@ -254,7 +253,7 @@ static int sec_put(em_bbuild *b, fin *f, int id)
         if (r < n)
             p = f->z.p, n = r, e[1] = BLK_ENC_ZSTD;
     }
-    em_put_le32(e + 4, (uint32_t)crc32_z(0, p, n));
+    em_put_le32(e + 4, em_crc32(0, p, n));
     em_put_le64(e + 8, b->off);
     em_put_le32(e + 16, (uint32_t)n);
     em_put_le32(e + 20, (uint32_t)f->col.len);
@@ -614,7 +613,6 @@ static int fin_footer(em_bbuild *b, fin *f, const em_block_info *in,
                                                 EM_BLOCK_VERSION, 0, 0, 0 };
     size_t n = BLK_FOOTER_FIXED + f->dir.len;
     uint8_t *p = em_malloc(n + BLK_TRAILER);
-    uLong c;
     int rc;
 
     if (p == NULL)
@@ -623,8 +621,7 @@ static int fin_footer(em_bbuild *b, fin *f, const em_block_info *in,
     memcpy(p + BLK_FOOTER_FIXED, f->dir.p, f->dir.len);
     em_put_le32(p + n, (uint32_t)n);
     memcpy(p + n + 4, (const uint8_t[4]){ EM_BLOCK_VERSION, 0, 0, 0 }, 4);
-    c = crc32_z(crc32_z(0, header, sizeof header), p, n + 8);
-    *crc = (uint32_t)c;
+    *crc = em_crc32(em_crc32(0, header, sizeof header), p, n + 8);
     em_put_le32(p + n + 8, *crc);
     em_put_le32(p + n + 12, BLK_MAGIC);
     rc = em_bbuild_write(b, p, n + BLK_TRAILER);

@@ -29,7 +29,6 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 #include <zstd.h>
 #include <zstd_errors.h>
 
@@ -165,7 +164,7 @@ static int col_open(em_block *b, int id, bcol *c)
     /* the sections lie together: read them all in one request, once */
     if (!__atomic_exchange_n(&b->secs_read, true, __ATOMIC_RELAXED))
         blk_prefetch(b, b->chunks_end, b->footer - b->chunks_end);
-    if ((uint32_t)crc32_z(0, src, s->stored) != s->crc)
+    if (em_crc32(0, src, s->stored) != s->crc)
         return EM_CORRUPT("block %s: section %s: checksum mismatch", b->path,
                           SEC(id));
     return s->enc == BLK_ENC_RAW ? EMBER_OK : col_inflate(b, s, c);
@@ -1002,10 +1001,9 @@ static int blk_map(em_block *b)
 /* The CRC-32 the trailer carries: header, footer, trailer's first 8. */
 static uint32_t footer_crc(const em_block *b)
 {
-    uLong c = crc32_z(0, b->head, BLK_HEADER);
+    uint32_t c = em_crc32(0, b->head, BLK_HEADER);
 
-    return (uint32_t)crc32_z(c, b->map + b->footer,
-                             b->size - 8 - b->footer);
+    return em_crc32(c, b->map + b->footer, b->size - 8 - b->footer);
 }
 
 /* The magic at both ends, the footer's place and checksum, the version. */
@@ -1523,7 +1521,7 @@ static void v_sections(vstate *v)
                            k * BLK_DIRENT;
         uint64_t off = em_get_le64(e + 8);
         uint32_t stored = em_get_le32(e + 16);
-        if ((uint32_t)crc32_z(0, b->map + off, stored) != em_get_le32(e + 4))
+        if (em_crc32(0, b->map + off, stored) != em_get_le32(e + 4))
             problem(v, "block %s: section %s: checksum mismatch", b->path,
                     e[0] < BLK_NSEC ? SEC(e[0]) : "(newer)");
     }

@@ -34,7 +34,6 @@
 #define ZSTD_STATIC_LINKING_ONLY    /* ZSTD_create*_advanced, customMem */
 #include <inttypes.h>
 #include <stdlib.h>
-#include <zlib.h>
 #include <zstd.h>
 #include <zstd_errors.h>
 
@@ -177,9 +176,8 @@ static int scratch_reserve(em_buf *b, size_t n)
 /* CRC-32 of every byte but the checksum field itself. */
 static uint32_t chunk_crc(const uint8_t *p, size_t len)
 {
-    uLong crc = crc32_z(0, p, CHUNK_CRC_OFF);
-    return (uint32_t)crc32_z(crc, p + CHUNK_CRC_OFF + 4,
-                             len - CHUNK_CRC_OFF - 4);
+    uint32_t crc = em_crc32(0, p, CHUNK_CRC_OFF);
+    return em_crc32(crc, p + CHUNK_CRC_OFF + 4, len - CHUNK_CRC_OFF - 4);
 }
 
 /* ---- encoder ------------------------------------------------------------ */

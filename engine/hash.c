@@ -6,6 +6,8 @@
 ** a 128-bit multiply (as wyhash and rapidhash do), a tail word padded with
 ** zeros, then the length and a final avalanche.
 */
+#include <libdeflate.h>
+
 #include "engine.h"
 
 #define EM_H_K1 0xa0761d6478bd642fULL
@@ -45,4 +47,9 @@ uint64_t em_hash64(const void *data, size_t n, uint64_t seed)
         h = hash_mix(h ^ hash_tail(p + i, n - i, n >= 8), EM_H_K2);
     h = hash_mix(h ^ (uint64_t)n, EM_H_K3);
     return hash_mix(h, EM_H_K1);
+}
+
+uint32_t em_crc32(uint32_t crc, const void *p, size_t n)
+{
+    return n == 0 ? crc : libdeflate_crc32(crc, p, n);
 }

@@ -26,7 +26,6 @@
 ** the last committed one) are checked by checksum only.
 */
 #include <stdio.h>
-#include <zlib.h>
 
 #include "engine/store.h"
 
@@ -69,20 +68,19 @@ static pthread_once_t name_crc_once = PTHREAD_ONCE_INIT;
 static void name_crc_init(void)
 {
     for (int d = 0; d < EM_D_COUNT; d++)
-        name_crc[d] = (uint32_t)crc32_z(0, (const Bytef *)em_dbi_names[d],
-                                        strlen(em_dbi_names[d]));
+        name_crc[d] = em_crc32(0, em_dbi_names[d], strlen(em_dbi_names[d]));
 }
 
 /* The checksum of payload P[N] stored under KEY in sub-database D. */
 static uint32_t val_crc(int d, const MDB_val *key, const void *p, size_t n)
 {
-    uLong c;
+    uint32_t c;
 
     pthread_once(&name_crc_once, name_crc_init);
-    c = crc32_z(name_crc[d], key->mv_data, key->mv_size);
+    c = em_crc32(name_crc[d], key->mv_data, key->mv_size);
     if (d != EM_D_CHUNK)            /* a chunk has its own over its bytes */
-        c = crc32_z(c, p, n);
-    return (uint32_t)c;
+        c = em_crc32(c, p, n);
+    return c;
 }
 
 /* ---- messages ---------------------------------------------------------------- */
