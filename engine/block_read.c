@@ -187,11 +187,23 @@ static int col_get_long(bcol *c, uint64_t *v)
     return EMBER_OK;
 }
 
+/* Inline for one and two bytes: ids, counts and small deltas, which a
+** stack tree's location column is mostly made of. */
 static inline int col_get(bcol *c, uint64_t *v)
 {
-    if (__builtin_expect(c->p < c->end && *c->p < 0x80, 1)) {
-        *v = *c->p++;
-        return EMBER_OK;
+    const uint8_t *p = c->p;
+
+    if (__builtin_expect(c->end - p >= 2, 1)) {
+        if (p[0] < 0x80) {
+            *v = p[0];
+            c->p = p + 1;
+            return EMBER_OK;
+        }
+        if (p[1] < 0x80) {
+            *v = (uint64_t)(p[0] & 0x7f) | (uint64_t)p[1] << 7;
+            c->p = p + 2;
+            return EMBER_OK;
+        }
     }
     return col_get_long(c, v);
 }
@@ -531,41 +543,61 @@ out:
 
 /* ---- nodes, series ---------------------------------------------------------- */
 
+/* Node I's parent and location from the columns PC and LC into the
+** arrays: one node of load_nodes' loop, its arrays passed as locals so
+** that their stores need not reload the block's fields. */
+static inline int node_read(em_block *b, bcol *pc, bcol *lc, uint32_t i,
+                            uint32_t *restrict parent, uint32_t *restrict loc,
+                            uint32_t *restrict depth)
+{
+    uint64_t d;
+    uint32_t nl = b->info.nlocations, p;
+    int rc = col_below(pc, (uint64_t)i + 1, &d);
+
+    if (rc != EMBER_OK)
+        return rc;
+    if (d == 0) {
+        /* an outermost node may be one past the last location: the empty
+        ** stack (depth 0) */
+        parent[i] = EM_BLOCK_ROOT;
+        if ((rc = col_zz_id(lc, (uint64_t)nl + 1, 0, &loc[i])) != EMBER_OK)
+            return rc;
+        depth[i] = loc[i] != nl;
+        if (loc[i] == nl)
+            loc[i] = EM_BLOCK_NOLOC;
+        return EMBER_OK;
+    }
+    parent[i] = p = i - (uint32_t)d;
+    if (loc[p] == EM_BLOCK_NOLOC)
+        return EM_CORRUPT("block %s: section nodes.parent: node %" PRIu32
+                          " has the empty stack as its parent", b->path, i);
+    if ((rc = col_zz_id(lc, nl, loc[p], &loc[i])) != EMBER_OK)
+        return rc;
+    if ((depth[i] = depth[p] + 1) > EM_MAX_STACK_DEPTH)
+        return EM_CORRUPT("block %s: section nodes.parent: node %" PRIu32
+                          " is deeper than %u", b->path, i,
+                          EM_MAX_STACK_DEPTH);
+    return EMBER_OK;
+}
+
 static int load_nodes(em_block *b)
 {
     uint32_t n = b->info.nnodes;
-    uint64_t d;
-    bcol c[2] = { { 0 } };
+    uint32_t *parent, *loc, *depth;
+    bcol c[2] = { { 0 } }, pc, lc;
     int rc = EMBER_ENOMEM;
 
-    if ((b->parent = arr(b, n, sizeof *b->parent, "nodes")) == NULL ||
-        (b->loc = arr(b, n, sizeof *b->loc, "nodes")) == NULL ||
-        (b->depth = arr(b, n, sizeof *b->depth, "nodes")) == NULL)
+    if ((b->parent = parent = arr(b, n, sizeof *parent, "nodes")) == NULL ||
+        (b->loc = loc = arr(b, n, sizeof *loc, "nodes")) == NULL ||
+        (b->depth = depth = arr(b, n, sizeof *depth, "nodes")) == NULL)
         return rc;
     TRY(col_open(b, BLK_NODE_PARENT, &c[0]));
     TRY(col_open(b, BLK_NODE_LOC, &c[1]));
-    for (uint32_t i = 0; i < n; i++) {
-        TRY(col_below(&c[0], (uint64_t)i + 1, &d));
-        b->parent[i] = d == 0 ? EM_BLOCK_ROOT : i - (uint32_t)d;
-        if (d != 0 && b->loc[b->parent[i]] == EM_BLOCK_NOLOC)
-            TRY(EM_CORRUPT("block %s: section nodes.parent: node %" PRIu32
-                           " has the empty stack as its parent", b->path,
-                           i));
-        /* an outermost node may be one past the last location: the empty
-        ** stack (depth 0) */
-        TRY(col_zz_id(&c[1], b->info.nlocations + (d == 0),
-                      d == 0 ? 0 : b->loc[b->parent[i]], &b->loc[i]));
-        if (d == 0 && b->loc[i] == b->info.nlocations)
-            b->loc[i] = EM_BLOCK_NOLOC;
-        b->depth[i] = b->loc[i] == EM_BLOCK_NOLOC ? 0
-                      : d == 0 ? 1 : b->depth[b->parent[i]] + 1;
-        if (b->depth[i] > EM_MAX_STACK_DEPTH)
-            TRY(EM_CORRUPT("block %s: section nodes.parent: node %" PRIu32
-                           " is deeper than %u", b->path, i,
-                           EM_MAX_STACK_DEPTH));
-    }
-    TRY(col_end(&c[0]));
-    rc = col_end(&c[1]);
+    pc = c[0], lc = c[1];           /* cursors the loop keeps in registers */
+    for (uint32_t i = 0; i < n && rc == EMBER_OK; i++)
+        rc = node_read(b, &pc, &lc, i, parent, loc, depth);
+    if (rc == EMBER_OK && (rc = col_end(&pc)) == EMBER_OK)
+        rc = col_end(&lc);
 out:
     col_close(&c[0]), col_close(&c[1]);
     return rc;
