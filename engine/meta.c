@@ -202,32 +202,63 @@ static int postings_walk(meta_q *m, const char *name, bool names_only)
     return rc;
 }
 
+static int ptr_cmp(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t)*(const char *const *)a;
+    uintptr_t y = (uintptr_t)*(const char *const *)b;
+
+    return (x > y) - (x < y);
+}
+
+/* Appends S to the N strings of *V (capacity *CAP). */
+static int ptr_push(const char ***v, size_t *n, size_t *cap, const char *s)
+{
+    if (*n == *cap) {
+        size_t c = *cap ? *cap * 2 : 64;
+        const char **t = em_realloc(*v, c * sizeof *t);
+        if (t == NULL)
+            return em_err(EMBER_ENOMEM, "label list: %zu strings", c);
+        *v = t, *cap = c;
+    }
+    (*v)[(*n)++] = s;
+    return EMBER_OK;
+}
+
 /* Adds to M's list the label names (NAME NULL) or the values of label
-** NAME of the series in scope of block source SRC. */
+** NAME of the series in scope of block source SRC. A block names each
+** string once, so one string is one pointer into its table: the series'
+** repeats (every series carries the same few names) go by pointer before
+** any is copied, not by copying and sorting them all. */
 static int block_labels(meta_q *m, uint32_t src, const char *name)
 {
     roaring_bitmap_t *scope = m->scopes != NULL ? m->scopes[src] : NULL;
     uint32_t ns = m->r.src[src].n[EM_T_SERIES];
     bool type = name != NULL && strcmp(name, EM_TYPE_LABEL) == 0;
+    const char **v = NULL;
+    size_t n = 0, cap = 0;
     int rc = EMBER_OK;
 
     for (uint32_t id = 0; id < ns && rc == EMBER_OK; id++) {
         ember_label l[EM_MAX_LABELS];
         const char *t;
-        size_t n;
+        size_t nl;
         if (scope != NULL && !roaring_bitmap_contains(scope, id))
             continue;
-        if ((rc = em_src_series(&m->r, src, id, &t, l, &n)) != EMBER_OK)
+        if ((rc = em_src_series(&m->r, src, id, &t, l, &nl)) != EMBER_OK)
             break;
         if (type)
-            rc = em_strlist_add(m->out, t, strlen(t));
-        for (size_t i = 0; i < n && rc == EMBER_OK && !type; i++)
+            rc = ptr_push(&v, &n, &cap, t);
+        for (size_t i = 0; i < nl && rc == EMBER_OK && !type; i++)
             if (name == NULL || strcmp(l[i].name, name) == 0)
-                rc = em_strlist_add(m->out, name == NULL ? l[i].name
-                                                         : l[i].value,
-                                    strlen(name == NULL ? l[i].name
-                                                        : l[i].value));
+                rc = ptr_push(&v, &n, &cap,
+                              name == NULL ? l[i].name : l[i].value);
     }
+    if (rc == EMBER_OK && n > 0)
+        qsort(v, n, sizeof *v, ptr_cmp);
+    for (size_t i = 0; i < n && rc == EMBER_OK; i++)
+        if (i == 0 || v[i] != v[i - 1])
+            rc = em_strlist_add(m->out, v[i], strlen(v[i]));
+    em_free(v);
     return rc;
 }
 
