@@ -202,26 +202,50 @@ static int postings_walk(meta_q *m, const char *name, bool names_only)
     return rc;
 }
 
-static int ptr_cmp(const void *a, const void *b)
-{
-    uintptr_t x = (uintptr_t)*(const char *const *)a;
-    uintptr_t y = (uintptr_t)*(const char *const *)b;
+/* A set of string pointers (open addressing, half full at most). */
+typedef struct ptrset {
+    const char **slot;
+    size_t cap, n;
+} ptrset;
 
-    return (x > y) - (x < y);
+static size_t ptr_slot(const ptrset *p, const char *s)
+{
+    size_t i = (size_t)(((uintptr_t)s * 0x9e3779b97f4a7c15ull) >> 17) &
+               (p->cap - 1);
+
+    while (p->slot[i] != NULL && p->slot[i] != s)
+        i = (i + 1) & (p->cap - 1);
+    return i;
 }
 
-/* Appends S to the N strings of *V (capacity *CAP). */
-static int ptr_push(const char ***v, size_t *n, size_t *cap, const char *s)
+/* Adds S; *NEW tells whether it was not there. */
+static int ptr_add(ptrset *p, const char *s, bool *new)
 {
-    if (*n == *cap) {
-        size_t c = *cap ? *cap * 2 : 64;
-        const char **t = em_realloc(*v, c * sizeof *t);
-        if (t == NULL)
-            return em_err(EMBER_ENOMEM, "label list: %zu strings", c);
-        *v = t, *cap = c;
+    size_t i;
+
+    if (2 * (p->n + 1) > p->cap) {
+        ptrset q = { NULL, p->cap ? 2 * p->cap : 64, 0 };
+        if ((q.slot = em_calloc(q.cap, sizeof *q.slot)) == NULL)
+            return em_err(EMBER_ENOMEM, "label list: %zu strings", p->n);
+        for (size_t k = 0; k < p->cap; k++)
+            if (p->slot[k] != NULL)
+                q.slot[ptr_slot(&q, p->slot[k])] = p->slot[k], q.n++;
+        em_free(p->slot);
+        *p = q;
     }
-    (*v)[(*n)++] = s;
+    i = ptr_slot(p, s);
+    if ((*new = p->slot[i] == NULL))
+        p->slot[i] = s, p->n++;
     return EMBER_OK;
+}
+
+/* Adds S to M's list unless SEEN holds it already. */
+static int label_add(meta_q *m, ptrset *seen, const char *s)
+{
+    bool new;
+    int rc = ptr_add(seen, s, &new);
+
+    return rc == EMBER_OK && new ? em_strlist_add(m->out, s, strlen(s)) : rc;
 }
 
 /* Adds to M's list the label names (NAME NULL) or the values of label
@@ -234,8 +258,7 @@ static int block_labels(meta_q *m, uint32_t src, const char *name)
     roaring_bitmap_t *scope = m->scopes != NULL ? m->scopes[src] : NULL;
     uint32_t ns = m->r.src[src].n[EM_T_SERIES];
     bool type = name != NULL && strcmp(name, EM_TYPE_LABEL) == 0;
-    const char **v = NULL;
-    size_t n = 0, cap = 0;
+    ptrset seen = { NULL, 0, 0 };
     int rc = EMBER_OK;
 
     for (uint32_t id = 0; id < ns && rc == EMBER_OK; id++) {
@@ -247,18 +270,13 @@ static int block_labels(meta_q *m, uint32_t src, const char *name)
         if ((rc = em_src_series(&m->r, src, id, &t, l, &nl)) != EMBER_OK)
             break;
         if (type)
-            rc = ptr_push(&v, &n, &cap, t);
+            rc = label_add(m, &seen, t);
         for (size_t i = 0; i < nl && rc == EMBER_OK && !type; i++)
             if (name == NULL || strcmp(l[i].name, name) == 0)
-                rc = ptr_push(&v, &n, &cap,
-                              name == NULL ? l[i].name : l[i].value);
+                rc = label_add(m, &seen, name == NULL ? l[i].name
+                                                      : l[i].value);
     }
-    if (rc == EMBER_OK && n > 0)
-        qsort(v, n, sizeof *v, ptr_cmp);
-    for (size_t i = 0; i < n && rc == EMBER_OK; i++)
-        if (i == 0 || v[i] != v[i - 1])
-            rc = em_strlist_add(m->out, v[i], strlen(v[i]));
-    em_free(v);
+    em_free(seen.slot);
     return rc;
 }
 
