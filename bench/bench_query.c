@@ -503,6 +503,7 @@ enum {                          /* what a query does, engine side */
     OP_FILTER,                  /* merge, resolve all, keep matching stacks */
     OP_TOTAL,                   /* ember_totals_get, bucketed by step */
     OP_LVALUES,                 /* ember_label_values */
+    OP_LNAMES,                  /* ember_label_names */
     OP_MERGE_RAW                /* ember_merge alone (throughput) */
 };
 
@@ -533,7 +534,7 @@ static void sel_of(const bq *q, ember_selector *s)
 {
     memset(s, 0, sizeof *s);
     s->sz = sizeof *s;
-    s->type = q->op == OP_LVALUES ? NULL : CPU_TYPE;
+    s->type = q->op == OP_LVALUES || q->op == OP_LNAMES ? NULL : CPU_TYPE;
     s->matchers = q->m;
     s->nmatchers = q->nm;
     if (q->window_ms > 0) {
@@ -542,7 +543,7 @@ static void sel_of(const bq *q, ember_selector *s)
     }
     /* as the query layer: a merge may read any downsampled copy, the
     ** totals (bucketed from an odd from_ms) the profiles as stored */
-    s->resolution_ms = q->op == OP_TOTAL || q->op == OP_LVALUES ? 0 : -1;
+    s->resolution_ms = q->op == OP_TOTAL || q->op == OP_LVALUES || q->op == OP_LNAMES ? 0 : -1;
 }
 
 static void answer_add_rprofile(answer *a, const em_rprofile *p)
@@ -794,6 +795,20 @@ static int eng_lvalues(ember_db *db, const bq *q, answer *a)
     return EMBER_OK;
 }
 
+static int eng_lnames(ember_db *db, const bq *q, answer *a)
+{
+    ember_selector s;
+    ember_strlist *l;
+    int rc;
+
+    sel_of(q, &s);
+    if ((rc = ember_label_names(db, q->nm > 0 ? &s : NULL, &l)) != EMBER_OK)
+        return rc;
+    a->rows = ember_strlist_count(l);
+    ember_strlist_free(l);
+    return EMBER_OK;
+}
+
 /* Runs Q through the engine calls; *A gets the answer. */
 static int run_engine(ember_db *db, const bq *q, answer *a)
 {
@@ -812,6 +827,8 @@ static int run_engine(ember_db *db, const bq *q, answer *a)
         return eng_total(db, q, a);
     case OP_LVALUES:
         return eng_lvalues(db, q, a);
+    case OP_LNAMES:
+        return eng_lnames(db, q, a);
     default:
         return eng_merge_raw(db, q, a);
     }
@@ -1101,6 +1118,12 @@ static void main_queries(qset *s, dataset *d, int64_t day, const char *dayname)
     pin_service(s, q);
     q->step_ms = 300000;
     snprintf(q->text, sizeof q->text, "total(%s{service=\"%s\"})", T, s->service);
+    /* what Grafana's and Pyroscope's label requests ask, over every block */
+    q = add(s, d, OP_LNAMES, "label names, all series, all time", 0);
+    snprintf(q->text, sizeof q->text, "label_names()");
+    q = add(s, d, OP_LVALUES, "label values of pod, all series, all time", 0);
+    q->label = "pod";
+    snprintf(q->text, sizeof q->text, "label_values(pod)");
 }
 
 /* label_values under matchers on the 100k-series data set. */
@@ -1166,8 +1189,9 @@ static const char *answer_text(const bq *q, const answer *a, char *buf, size_t c
 {
     char h1[32], h2[32];
 
-    if (q->op == OP_LVALUES)
-        snprintf(buf, cap, "%llu values", (unsigned long long)a->rows);
+    if (q->op == OP_LVALUES || q->op == OP_LNAMES)
+        snprintf(buf, cap, "%llu %s", (unsigned long long)a->rows,
+                 q->op == OP_LNAMES ? "names" : "values");
     else if (q->op == OP_TOTAL)
         snprintf(buf, cap, "%llu series, %llu points", (unsigned long long)a->series,
                  (unsigned long long)a->points);
