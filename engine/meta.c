@@ -242,7 +242,7 @@ static int ptr_add(ptrset *p, const char *s, bool *new)
 /* Adds S to M's list unless SEEN holds it already. */
 static int label_add(meta_q *m, ptrset *seen, const char *s)
 {
-    bool new;
+    bool new = false;
     int rc = ptr_add(seen, s, &new);
 
     return rc == EMBER_OK && new ? em_strlist_add(m->out, s, strlen(s)) : rc;
