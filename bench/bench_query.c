@@ -530,11 +530,16 @@ typedef struct answer {
     double sum, base;           /* stack values (diff: target, base) or points */
 } answer;
 
+static bool is_label_op(const bq *q)
+{
+    return q->op == OP_LVALUES || q->op == OP_LNAMES;
+}
+
 static void sel_of(const bq *q, ember_selector *s)
 {
     memset(s, 0, sizeof *s);
     s->sz = sizeof *s;
-    s->type = q->op == OP_LVALUES || q->op == OP_LNAMES ? NULL : CPU_TYPE;
+    s->type = is_label_op(q) ? NULL : CPU_TYPE;
     s->matchers = q->m;
     s->nmatchers = q->nm;
     if (q->window_ms > 0) {
@@ -543,7 +548,7 @@ static void sel_of(const bq *q, ember_selector *s)
     }
     /* as the query layer: a merge may read any downsampled copy, the
     ** totals (bucketed from an odd from_ms) the profiles as stored */
-    s->resolution_ms = q->op == OP_TOTAL || q->op == OP_LVALUES || q->op == OP_LNAMES ? 0 : -1;
+    s->resolution_ms = q->op == OP_TOTAL || is_label_op(q) ? 0 : -1;
 }
 
 static void answer_add_rprofile(answer *a, const em_rprofile *p)
@@ -781,28 +786,17 @@ out:
     return rc;
 }
 
-static int eng_lvalues(ember_db *db, const bq *q, answer *a)
+/* ember_label_values of q->label, or ember_label_names. */
+static int eng_labels(ember_db *db, const bq *q, answer *a)
 {
     ember_selector s;
     ember_strlist *l;
     int rc;
 
     sel_of(q, &s);
-    if ((rc = ember_label_values(db, q->label, &s, &l)) != EMBER_OK)
-        return rc;
-    a->rows = ember_strlist_count(l);
-    ember_strlist_free(l);
-    return EMBER_OK;
-}
-
-static int eng_lnames(ember_db *db, const bq *q, answer *a)
-{
-    ember_selector s;
-    ember_strlist *l;
-    int rc;
-
-    sel_of(q, &s);
-    if ((rc = ember_label_names(db, q->nm > 0 ? &s : NULL, &l)) != EMBER_OK)
+    rc = q->op == OP_LNAMES ? ember_label_names(db, &s, &l)
+                            : ember_label_values(db, q->label, &s, &l);
+    if (rc != EMBER_OK)
         return rc;
     a->rows = ember_strlist_count(l);
     ember_strlist_free(l);
@@ -826,9 +820,8 @@ static int run_engine(ember_db *db, const bq *q, answer *a)
     case OP_TOTAL:
         return eng_total(db, q, a);
     case OP_LVALUES:
-        return eng_lvalues(db, q, a);
     case OP_LNAMES:
-        return eng_lnames(db, q, a);
+        return eng_labels(db, q, a);
     default:
         return eng_merge_raw(db, q, a);
     }
@@ -1189,7 +1182,7 @@ static const char *answer_text(const bq *q, const answer *a, char *buf, size_t c
 {
     char h1[32], h2[32];
 
-    if (q->op == OP_LVALUES || q->op == OP_LNAMES)
+    if (is_label_op(q))
         snprintf(buf, cap, "%llu %s", (unsigned long long)a->rows,
                  q->op == OP_LNAMES ? "names" : "values");
     else if (q->op == OP_TOTAL)

@@ -202,50 +202,31 @@ static int postings_walk(meta_q *m, const char *name, bool names_only)
     return rc;
 }
 
-/* A set of string pointers (open addressing, half full at most). */
-typedef struct ptrset {
-    const char **slot;
-    size_t cap, n;
-} ptrset;
+/* A set of string pointers: the strings of one block a listing has met. */
+typedef EM_HTAB_TYPE(const char *) ptrset;
 
-static size_t ptr_slot(const ptrset *p, const char *s)
-{
-    size_t i = (size_t)(((uintptr_t)s * 0x9e3779b97f4a7c15ull) >> 17) &
-               (p->cap - 1);
-
-    while (p->slot[i] != NULL && p->slot[i] != s)
-        i = (i + 1) & (p->cap - 1);
-    return i;
-}
-
-/* Adds S; *NEW tells whether it was not there. */
-static int ptr_add(ptrset *p, const char *s, bool *new)
-{
-    size_t i;
-
-    if (2 * (p->n + 1) > p->cap) {
-        ptrset q = { NULL, p->cap ? 2 * p->cap : 64, 0 };
-        if ((q.slot = em_calloc(q.cap, sizeof *q.slot)) == NULL)
-            return em_err(EMBER_ENOMEM, "label list: %zu strings", p->n);
-        for (size_t k = 0; k < p->cap; k++)
-            if (p->slot[k] != NULL)
-                q.slot[ptr_slot(&q, p->slot[k])] = p->slot[k], q.n++;
-        em_free(p->slot);
-        *p = q;
-    }
-    i = ptr_slot(p, s);
-    if ((*new = p->slot[i] == NULL))
-        p->slot[i] = s, p->n++;
-    return EMBER_OK;
-}
+#define EM_HT_NAME ptrset
+#define EM_HT_TABLE ptrset
+#define EM_HT_ENTRY const char *
+#define EM_HT_KEY const char *
+#define EM_HT_IS_FREE(e) (*(e) == NULL)
+#define EM_HT_HASH(e) em_mix64((uintptr_t)*(e))
+#define EM_HT_MATCH(e, h, k) (*(e) == (k))
+#define EM_HT_WHAT "label list"
+#include "engine/htab.h"
 
 /* Adds S to M's list unless SEEN holds it already. */
 static int label_add(meta_q *m, ptrset *seen, const char *s)
 {
-    bool new = false;
-    int rc = ptr_add(seen, s, &new);
+    bool found;
+    const char **e = ptrset_insert(seen, em_mix64((uintptr_t)s), s, &found);
 
-    return rc == EMBER_OK && new ? em_strlist_add(m->out, s, strlen(s)) : rc;
+    if (e == NULL)
+        return EMBER_ENOMEM;        /* the message is set */
+    if (found)
+        return EMBER_OK;
+    *e = s;
+    return em_strlist_add(m->out, s, strlen(s));
 }
 
 /* Adds to M's list the label names (NAME NULL) or the values of label
@@ -258,7 +239,7 @@ static int block_labels(meta_q *m, uint32_t src, const char *name)
     roaring_bitmap_t *scope = m->scopes != NULL ? m->scopes[src] : NULL;
     uint32_t ns = m->r.src[src].n[EM_T_SERIES];
     bool type = name != NULL && strcmp(name, EM_TYPE_LABEL) == 0;
-    ptrset seen = { NULL, 0, 0 };
+    ptrset seen = { 0 };
     int rc = EMBER_OK;
 
     for (uint32_t id = 0; id < ns && rc == EMBER_OK; id++) {
@@ -276,7 +257,7 @@ static int block_labels(meta_q *m, uint32_t src, const char *name)
                 rc = label_add(m, &seen, name == NULL ? l[i].name
                                                       : l[i].value);
     }
-    em_free(seen.slot);
+    ptrset_free(&seen);
     return rc;
 }
 
